@@ -1,0 +1,45 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both set up .venv themselves.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: all venv system-deps lint format test test-fast bench clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+# Real servers the suite runs against, from Debian's packages (we run as root on CI).
+system-deps:
+	@bash scripts/ensure-system-packages.sh
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: venv system-deps lint
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# Pure tests only: no real servers.
+test-fast: venv
+	$(VENV)/bin/pytest -m "not mariadb" $(PYTEST_ARGS)
+
+bench: venv
+	$(PY) bench/gtid.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

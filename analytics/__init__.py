@@ -1,0 +1,1 @@
+"""Staleness analytics over ``consistent`` traces, on Spark (PySpark)."""

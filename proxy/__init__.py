@@ -1,0 +1,1 @@
+"""The standalone MySQL-protocol proxy (``consistent proxy``), built on the ``consistent`` core."""

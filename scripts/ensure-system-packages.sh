@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the real servers the test suite needs, from Debian's packages, when they are missing.
+set -euo pipefail
+
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
+
+missing=()
+have mariadbd || missing+=(mariadb-server)
+have mariadb || missing+=(mariadb-client)
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+echo "Installing from Debian's packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
+    echo "ERROR: ${missing[*]} missing and not running as root: install them with apt-get." >&2
+    exit 1
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+    echo "ERROR: could not install ${missing[*]} with apt-get; the real-server tests need them." >&2
+    exit 1
+fi
+# The package may start a system-wide server; the suite starts its own on free ports, so stop it.
+if command -v service >/dev/null 2>&1; then
+    $SUDO service mariadb stop >/dev/null 2>&1 || true
+fi
+have mariadbd || { echo "ERROR: mariadbd still not found after installing mariadb-server." >&2; exit 1; }
