@@ -1,4 +1,4 @@
-"""The exception hierarchy: PEP 249 shape, MySQL errnos and texts, and SQLAlchemy's disconnect codes."""
+"""The exception hierarchy: PEP 249 shape, MySQL errnos and texts, disconnect codes."""
 
 from __future__ import annotations
 
