@@ -1,0 +1,460 @@
+"""MySQL and MariaDB behind one interface: tracking, waiting, executed state, coverage.
+
+The two servers expose the same primitive in different words (DESIGN.md, "Flavours"; reference
+§1.7, §3.4):
+
+==================  ==============================================  ================================
+                    MySQL 5.7 / 8.x                                 MariaDB 10.x
+==================  ==============================================  ================================
+session's GTIDs     OK packet block 3, ``session_track_gtids``      block 0, variable ``last_gtid``
+wait on a replica   ``WAIT_FOR_EXECUTED_GTID_SET``: 0 done, 1 late  ``MASTER_GTID_WAIT``: 0 / -1
+executed state      ``@@GLOBAL.gtid_executed``                      ``gtid_slave_pos`` (replica),
+                                                                    ``gtid_binlog_pos`` (primary)
+covered?            set inclusion                                   per domain, seq_no >=
+==================  ==============================================  ================================
+
+Code above this module holds "the session's required set" as an opaque
+:data:`~consistent.gtid.GtidState` and asks its :class:`Flavor` every question about it.  Wait
+statements are always rendered from a parsed state, never from text a user supplied, and the
+rendered text is checked against the only characters a GTID can contain before it is quoted.
+
+https://dev.mysql.com/doc/refman/8.0/en/gtid-functions.html
+https://mariadb.com/kb/en/master_gtid_wait/
+https://mariadb.com/kb/en/gtid/
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from types import MappingProxyType
+from typing import ClassVar, Final
+
+from consistent.errors import (
+    InterfaceError,
+    LocalProtocolError,
+    MalformedGtid,
+    MalformedGtidSet,
+    NotSupportedError,
+    RemoteProtocolError,
+)
+from consistent.gtid import GtidSet, GtidState, MariaPosition
+from consistent.protocol import Gtids, OkPacket, SessionStateChange, SystemVariable
+
+__all__ = [
+    "MARIADB",
+    "MYSQL",
+    "Flavor",
+    "MariaDBFlavor",
+    "MySQLFlavor",
+    "ServerRole",
+    "TrackingMode",
+    "WaitOutcome",
+    "detect_flavor",
+    "flavor_by_name",
+]
+
+LAST_GTID: Final = "last_gtid"
+
+# Every character a rendered GTID set or position can contain (uuid, tag, numbers, separators).
+_GTID_TEXT = re.compile(r"[0-9A-Za-z_:,\-]*")
+# A name in session_track_system_variables: a variable name, or '*' for all of them.
+_TRACKED_NAME = re.compile(r"\*|[A-Za-z_][A-Za-z0-9_]*")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# MySQL's WAIT_FOR_EXECUTED_GTID_SET treats a timeout of 0 as "forever"; "do not wait" is
+# therefore sent as the smallest positive timeout the rendering keeps.
+_MYSQL_SHORTEST_TIMEOUT: Final = "0.000001"
+
+
+class TrackingMode(enum.Enum):
+    """What the server reports in each OK packet (MySQL ``session_track_gtids`` values).
+
+    https://dev.mysql.com/doc/refman/8.0/en/server-system-variables.html#sysvar_session_track_gtids
+    """
+
+    OWN_GTID = "OWN_GTID"
+    ALL_GTIDS = "ALL_GTIDS"
+
+
+class ServerRole(enum.Enum):
+    """Whether a server is the primary or a replica (MariaDB reads its state differently)."""
+
+    PRIMARY = "primary"
+    REPLICA = "replica"
+
+
+class WaitOutcome(enum.Enum):
+    """How a wait statement ended."""
+
+    SATISFIED = "satisfied"
+    """The server has executed the required set."""
+    TIMEOUT = "timeout"
+    """The timeout passed first."""
+    UNAVAILABLE = "unavailable"
+    """The function answered NULL: it declined to wait (MySQL inside a replication applier,
+    MariaDB given NULL).  Nothing is known about the replica; treat it as not caught up."""
+
+
+class Flavor(ABC):
+    """One server family's way of tracking, waiting for and comparing GTIDs."""
+
+    name: ClassVar[str]
+    supported_modes: ClassVar[frozenset[TrackingMode]]
+    _wait_results: ClassVar[Mapping[int, WaitOutcome]]
+
+    # --- the state type ------------------------------------------------------------------------
+
+    @abstractmethod
+    def empty_state(self) -> GtidState:
+        """The state that requires nothing."""
+
+    @abstractmethod
+    def parse_state(self, text: str) -> GtidState:
+        """Parse a state's text (a consistency token, a server variable).
+
+        Raises :class:`~consistent.errors.MalformedGtidSet` for text that is not one.
+        """
+
+    @abstractmethod
+    def format_state(self, state: GtidState) -> str:
+        """The state's canonical one-line text; :meth:`parse_state` reads it back."""
+
+    @abstractmethod
+    def merge(self, a: GtidState, b: GtidState) -> GtidState:
+        """Everything ``a`` or ``b`` requires."""
+
+    @abstractmethod
+    def covers(self, executed: GtidState, required: GtidState) -> bool:
+        """Whether a server that executed ``executed`` has everything ``required`` asks for."""
+
+    @abstractmethod
+    def outstanding(self, executed: GtidState, required: GtidState) -> GtidState:
+        """The part of ``required`` that ``executed`` does not cover yet (what is worth
+        waiting for); empty exactly when :meth:`covers` is true."""
+
+    # --- session tracking -------------------------------------------------------------------------
+
+    @abstractmethod
+    def tracking_probe(self) -> str | None:
+        """A statement whose single value :meth:`tracking_statement` needs, or ``None``."""
+
+    @abstractmethod
+    def tracking_statement(
+        self, mode: TrackingMode, current: str | bytes | None = None
+    ) -> str | None:
+        """The statement that makes OK packets report the session's GTIDs in ``mode``.
+
+        ``current`` is the value :meth:`tracking_probe` returned, when the flavour needs one.
+        ``None`` means tracking is already on and nothing needs to be sent.
+        """
+
+    def gtids_from_ok(self, ok: OkPacket) -> GtidState | None:
+        """The GTIDs a parsed OK packet reports, or ``None`` when it reports none."""
+        return self.gtids_from_session_state(ok.session_state)
+
+    @abstractmethod
+    def gtids_from_session_state(self, blocks: Iterable[SessionStateChange]) -> GtidState | None:
+        """The GTIDs in an OK packet's session-state blocks, or ``None``.
+
+        Text that is not a GTID state raises :class:`~consistent.errors.RemoteProtocolError`:
+        the server sent something impossible.
+        """
+
+    # --- waiting ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def wait_statement(self, state: GtidState, timeout: float) -> str:
+        """``SELECT`` of the wait function for ``state``, giving up after ``timeout`` seconds
+        (0 means: only check, do not wait).  Its single value goes to
+        :meth:`interpret_wait_result`."""
+
+    def interpret_wait_result(self, value: object) -> WaitOutcome:
+        """Map the wait function's value (int, text or bytes, as a driver returns it) to a
+        :class:`WaitOutcome`.  A value the function cannot return raises
+        :class:`~consistent.errors.InterfaceError`."""
+        if value is None:
+            return WaitOutcome.UNAVAILABLE
+        number = _as_int(value)
+        outcome = self._wait_results.get(number) if number is not None else None
+        if outcome is None:
+            raise InterfaceError(f"{self.name} wait function returned {value!r}")
+        return outcome
+
+    # --- a server's executed state ---------------------------------------------------------
+
+    @abstractmethod
+    def executed_state_statement(self, role: ServerRole) -> str:
+        """``SELECT`` of the variable holding what a server in ``role`` has executed."""
+
+    def parse_executed(self, value: str | bytes | None) -> GtidState:
+        """Parse the value :meth:`executed_state_statement` returned.
+
+        Text that is not a state raises :class:`~consistent.errors.RemoteProtocolError`.
+        """
+        if value is None:
+            return self.empty_state()
+        text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+        try:
+            return self.parse_state(text.strip())
+        except (MalformedGtidSet, MalformedGtid) as exc:
+            raise RemoteProtocolError(
+                f"{self.name} executed state is not a GTID state: {exc.msg}"
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+@dataclass(frozen=True, repr=False)
+class MySQLFlavor(Flavor):
+    """MySQL 5.7 / 8.x: GTID sets, ``session_track_gtids``, ``WAIT_FOR_EXECUTED_GTID_SET``."""
+
+    name: ClassVar[str] = "mysql"
+    supported_modes: ClassVar[frozenset[TrackingMode]] = frozenset(TrackingMode)
+    # https://dev.mysql.com/doc/refman/8.0/en/gtid-functions.html#function_wait-for-executed-gtid-set
+    _wait_results: ClassVar[Mapping[int, WaitOutcome]] = MappingProxyType(
+        {
+            0: WaitOutcome.SATISFIED,
+            1: WaitOutcome.TIMEOUT,
+        }
+    )
+
+    def empty_state(self) -> GtidSet:
+        return GtidSet()
+
+    def parse_state(self, text: str) -> GtidSet:
+        return GtidSet.parse(text)
+
+    def format_state(self, state: GtidState) -> str:
+        return _gtid_set(self, state).to_text(",")
+
+    def merge(self, a: GtidState, b: GtidState) -> GtidSet:
+        return _gtid_set(self, a) | _gtid_set(self, b)
+
+    def covers(self, executed: GtidState, required: GtidState) -> bool:
+        return _gtid_set(self, required) <= _gtid_set(self, executed)
+
+    def outstanding(self, executed: GtidState, required: GtidState) -> GtidSet:
+        return _gtid_set(self, required) - _gtid_set(self, executed)
+
+    def tracking_probe(self) -> str | None:
+        return None
+
+    def tracking_statement(self, mode: TrackingMode, current: str | bytes | None = None) -> str:
+        # The enum's value is one of two fixed keywords, never caller text.
+        return f"SET SESSION session_track_gtids = {TrackingMode(mode).value}"
+
+    def gtids_from_session_state(self, blocks: Iterable[SessionStateChange]) -> GtidSet | None:
+        found: GtidSet | None = None
+        for block in blocks:
+            if not isinstance(block, Gtids) or not block.text.strip():
+                continue
+            try:
+                gtids = GtidSet.parse(block.text)
+            except MalformedGtidSet as exc:
+                raise RemoteProtocolError(f"GTIDS block is not a GTID set: {exc.msg}") from exc
+            found = gtids if found is None else found | gtids
+        return found
+
+    def wait_statement(self, state: GtidState, timeout: float) -> str:
+        seconds = _render_timeout(timeout)
+        if seconds == "0":
+            seconds = _MYSQL_SHORTEST_TIMEOUT
+        literal = _quote_gtid_text(self.format_state(state))
+        return f"SELECT WAIT_FOR_EXECUTED_GTID_SET({literal}, {seconds})"
+
+    def executed_state_statement(self, role: ServerRole) -> str:
+        ServerRole(role)
+        return "SELECT @@GLOBAL.gtid_executed"
+
+
+@dataclass(frozen=True, repr=False)
+class MariaDBFlavor(Flavor):
+    """MariaDB 10.x: ``domain-server-seq`` positions, ``last_gtid``, ``MASTER_GTID_WAIT``."""
+
+    name: ClassVar[str] = "mariadb"
+    # last_gtid is the session's own GTID; MariaDB has no tracker for the whole executed set.
+    supported_modes: ClassVar[frozenset[TrackingMode]] = frozenset({TrackingMode.OWN_GTID})
+    # https://mariadb.com/kb/en/master_gtid_wait/
+    _wait_results: ClassVar[Mapping[int, WaitOutcome]] = MappingProxyType(
+        {
+            0: WaitOutcome.SATISFIED,
+            -1: WaitOutcome.TIMEOUT,
+        }
+    )
+    _executed_variables: ClassVar[Mapping[ServerRole, str]] = MappingProxyType(
+        {
+            ServerRole.PRIMARY: "gtid_binlog_pos",
+            ServerRole.REPLICA: "gtid_slave_pos",
+        }
+    )
+
+    def empty_state(self) -> MariaPosition:
+        return MariaPosition()
+
+    def parse_state(self, text: str) -> MariaPosition:
+        return MariaPosition.parse(text.strip())
+
+    def format_state(self, state: GtidState) -> str:
+        return str(_position(self, state))
+
+    def merge(self, a: GtidState, b: GtidState) -> MariaPosition:
+        return _position(self, a).merge(_position(self, b))
+
+    def covers(self, executed: GtidState, required: GtidState) -> bool:
+        return _position(self, executed).covers(_position(self, required))
+
+    def outstanding(self, executed: GtidState, required: GtidState) -> MariaPosition:
+        have = _position(self, executed)
+        return MariaPosition(
+            gtid
+            for gtid in _position(self, required)
+            if (mine := have.get(gtid.domain)) is None or mine.seq_no < gtid.seq_no
+        )
+
+    def tracking_probe(self) -> str:
+        return "SELECT @@SESSION.session_track_system_variables"
+
+    def tracking_statement(
+        self, mode: TrackingMode, current: str | bytes | None = None
+    ) -> str | None:
+        if TrackingMode(mode) not in self.supported_modes:
+            raise NotSupportedError(
+                f"MariaDB cannot track {mode.value}: it reports only the session's last_gtid"
+            )
+        if current is None:
+            raise InterfaceError(
+                "MariaDB tracking keeps what is already tracked: pass the value of "
+                "tracking_probe() as 'current'"
+            )
+        names = _tracked_names(current)
+        if "*" in names or LAST_GTID in (name.lower() for name in names):
+            return None
+        listed = ",".join([*names, LAST_GTID])
+        return f"SET SESSION session_track_system_variables = '{listed}'"
+
+    def gtids_from_session_state(
+        self, blocks: Iterable[SessionStateChange]
+    ) -> MariaPosition | None:
+        found: MariaPosition | None = None
+        for block in blocks:
+            if not isinstance(block, SystemVariable) or block.name.lower() != LAST_GTID:
+                continue
+            if not block.value.strip():
+                continue
+            try:
+                position = MariaPosition.parse(block.value.strip())
+            except MalformedGtidSet as exc:
+                raise RemoteProtocolError(f"last_gtid is not a GTID position: {exc.msg}") from exc
+            found = position if found is None else found.merge(position)
+        return found
+
+    def wait_statement(self, state: GtidState, timeout: float) -> str:
+        seconds = _render_timeout(timeout)
+        literal = _quote_gtid_text(self.format_state(state))
+        return f"SELECT MASTER_GTID_WAIT({literal}, {seconds})"
+
+    def executed_state_statement(self, role: ServerRole) -> str:
+        return f"SELECT @@GLOBAL.{self._executed_variables[ServerRole(role)]}"
+
+
+MYSQL: Final = MySQLFlavor()
+MARIADB: Final = MariaDBFlavor()
+
+_BY_NAME: Final[Mapping[str, Flavor]] = MappingProxyType({MYSQL.name: MYSQL, MARIADB.name: MARIADB})
+
+
+def detect_flavor(server_version: str | bytes) -> Flavor:
+    """The flavour of a server from its handshake's version string.
+
+    MariaDB's contain ``MariaDB``, also in the ``5.5.5-10.11.6-MariaDB`` form that MariaDB
+    sends to stay compatible with old clients; everything else is taken for MySQL.
+    """
+    text = (
+        server_version.decode("utf-8", "replace")
+        if isinstance(server_version, bytes)
+        else server_version
+    )
+    return MARIADB if "mariadb" in text.lower() else MYSQL
+
+
+def flavor_by_name(name: str) -> Flavor:
+    """The flavour a configuration names: ``"mysql"`` or ``"mariadb"`` (any case)."""
+    flavor = _BY_NAME.get(name.strip().lower())
+    if flavor is None:
+        raise InterfaceError(f"unknown server flavour {name!r}: expected one of {sorted(_BY_NAME)}")
+    return flavor
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _gtid_set(flavor: Flavor, state: GtidState) -> GtidSet:
+    if not isinstance(state, GtidSet):
+        raise InterfaceError(f"the {flavor.name} flavour needs a GtidSet, not {state!r}")
+    return state
+
+
+def _position(flavor: Flavor, state: GtidState) -> MariaPosition:
+    if not isinstance(state, MariaPosition):
+        raise InterfaceError(f"the {flavor.name} flavour needs a MariaPosition, not {state!r}")
+    return state
+
+
+def _quote_gtid_text(text: str) -> str:
+    """Quote a rendered GTID state as an SQL string literal.
+
+    The text comes from our own formatter; checking it anyway means that a formatter bug can
+    never turn into SQL injection.  No character that needs escaping can pass the check.
+    """
+    if not _GTID_TEXT.fullmatch(text):
+        raise LocalProtocolError(f"refusing to quote unexpected GTID text {text!r}")
+    return f"'{text}'"
+
+
+def _render_timeout(timeout: float) -> str:
+    """Seconds as a plain decimal literal with microsecond precision."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float | Decimal):
+        raise InterfaceError(f"timeout must be a number of seconds, not {timeout!r}")
+    value = float(timeout)
+    if not math.isfinite(value) or value < 0:
+        raise InterfaceError(f"timeout must be finite and >= 0, not {timeout!r}")
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _tracked_names(current: str | bytes) -> list[str]:
+    """Split a ``session_track_system_variables`` value, keeping order, dropping repeats."""
+    text = current.decode("utf-8", "replace") if isinstance(current, bytes) else current
+    names: list[str] = []
+    seen: set[str] = set()
+    for raw in text.split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        if not _TRACKED_NAME.fullmatch(name):
+            raise InterfaceError(f"unexpected name in session_track_system_variables: {name!r}")
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            names.append(name)
+    return names
+
+
+def _as_int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float | Decimal):
+        finite = value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
+        return int(value) if finite and value == int(value) else None
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("ascii", "replace")
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        return int(value.strip())
+    return None
