@@ -1,0 +1,81 @@
+"""Statement classification: read, write, transaction control, session state, hints.
+
+``classify(sql)`` runs on every statement the wrapper or the proxy sees, so it never parses
+SQL: one regular-expression pass returns the few tokens routing needs (see
+:mod:`consistent.classify.lexer`), the first keyword picks a rule from a dispatch table
+(:mod:`consistent.classify.statements`), and a plain read or write returns a shared,
+precomputed result without looking at its tokens one by one.  The rules follow DESIGN "How a
+read gets to a replica", step 1; each module's docstring lists the decisions it makes.
+
+The result describes the SQL only: session state (transactions, pins, autocommit), the level
+and the routing hint are for ``consistent.policy`` to weigh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Final
+
+from consistent.classify.hints import parse_hint
+from consistent.classify.lexer import hot_tokens
+from consistent.classify.model import (
+    LEVEL_NAMES,
+    Classification,
+    PinReason,
+    PrimaryReason,
+    RouteHint,
+    RouteTarget,
+    StatementKind,
+)
+from consistent.classify.multi import combine, split_statements
+from consistent.classify.session import PRIMARY_ONLY_VARIABLES, replay_sql
+from consistent.classify.statements import classify_text, classify_tokens
+
+__all__ = [
+    "LEVEL_NAMES",
+    "PRIMARY_ONLY_VARIABLES",
+    "Classification",
+    "PinReason",
+    "PrimaryReason",
+    "RouteHint",
+    "RouteTarget",
+    "StatementKind",
+    "classify",
+    "replay_sql",
+    "split_statements",
+]
+
+# A hint can only be in a leading comment, and the text must mention it.
+_MAY_HAVE_HINT: Final = re.compile(r"\s*(?:/\*(?![Mm]?!)|--|#)")
+
+
+def classify(sql: str | bytes) -> Classification:
+    """Classify one ``COM_QUERY`` text (which may hold several statements).
+
+    ``bytes`` are decoded as UTF-8; undecodable bytes are kept as surrogate escapes, which
+    cannot look like keywords.
+    """
+    text = sql if isinstance(sql, str) else sql.decode("utf-8", "surrogateescape")
+    upper = text.upper()
+    tokens = hot_tokens(upper)
+    if ";" in tokens:
+        end = tokens.index(";")
+        if any(tokens[end + 1 :]):
+            result = _classify_multi(text)
+        else:
+            result = classify_tokens(text, upper, tokens[:end])
+    else:
+        result = classify_tokens(text, upper, tokens)
+    if "CONSISTENT" in upper and _MAY_HAVE_HINT.match(text):
+        hint, error = parse_hint(text)
+        if hint is not None or error is not None:
+            result = dataclasses.replace(result, hint=hint, hint_error=error)
+    return result
+
+
+def _classify_multi(text: str) -> Classification:
+    parts = [classify_text(part) for part in split_statements(text)]
+    if len(parts) == 1:
+        return parts[0]
+    return combine(parts)
