@@ -1,0 +1,82 @@
+"""A MySQL-semantics server without sockets: GTID state, session trackers, SQL on SQLite.
+
+``consistent.emulator`` is how the MySQL flavour is tested and demonstrated where no MySQL
+server exists.  It behaves like mysqld 8.0 where the worklogs say how (WL#6972
+``session_track_gtids``, WL#6559 ``mysql.gtid_executed``, WL#7319 commit timestamps) and where
+``reference/protocol.md`` §2-§4 pins the details.  A wire front-end drives it; tests drive it
+directly.
+
+API::
+
+    server = EmulatedServer(ServerConfig(server_uuid=..., log_bin=True), clock=time.time)
+    await server.start()                      # background compress_gtid_table task
+    session = server.open_session("root", "test", client_capabilities=caps)
+    async for outcome in session.query("INSERT …; SELECT …"):
+        ...                                   # one Outcome per statement (OK or result set)
+    session.prepare(sql) / await session.execute_prepared(stmt_id, params)
+    session.close_prepared(id) / session.reset_prepared(id) / session.field_list(t, wildcard)
+    await session.init_db(name) / session.ping() / await session.reset_connection()
+    await session.change_user(user, database) / await session.close()
+    await server.kill(connection_id, query_only=True)
+    await server.shutdown(); server.restart()   # restart rebuilds gtid_executed
+    server.users                                # user -> Account (plain password + native hash)
+    server.gtid_state / server.binlog / server.catalog   # for replication and tests
+
+Each :class:`Outcome` is one response: ``result`` (a :class:`ResultSet`) or None for an OK,
+``affected_rows``, ``last_insert_id``, ``status`` (:class:`ServerStatus`, with
+``MORE_RESULTS_EXISTS`` and ``SESSION_STATE_CHANGED`` set as mysqld would), ``warnings``,
+``info`` and ``session_state`` — the tracker blocks mysqld puts in that OK (empty when the
+client lacks ``CLIENT_SESSION_TRACK`` or the response ends with a classic EOF).  Errors are
+:class:`SqlError` with ``args == (errno, message)`` and ``sqlstate``.
+
+Replication hooks (for the applier of a replica): open a session with ``system=True``, then
+``SET GTID_NEXT``, ``SET original_commit_timestamp``, the transaction's statements and COMMIT;
+or call :meth:`EmulatedServer.apply_transaction` with a :class:`BinlogTransaction`.  A source's
+committed transactions are in ``server.binlog`` (``BinaryLog.subscribe`` notifies appends,
+``transactions_missing_from(executed)`` serves GTID auto-positioning).  Extension points:
+``server.statement_handlers`` (e.g. ``"START REPLICA"``), ``server.show_handlers`` (e.g.
+``"REPLICA STATUS"``) and ``server.virtual_tables`` (``performance_schema`` tables).
+``session.add_close_listener`` tells a front-end when KILL or shutdown ends a session.
+
+:mod:`consistent.emulator.testing` has a fake clock and query shortcuts for tests.
+"""
+
+from __future__ import annotations
+
+from consistent.emulator.binlog import (
+    UNDEFINED_COMMIT_TIMESTAMP,
+    BinaryLog,
+    BinlogFile,
+    BinlogStatement,
+    BinlogTransaction,
+)
+from consistent.emulator.config import Account, Clock, GtidMode, ServerConfig
+from consistent.emulator.errors import ER, SqlError
+from consistent.emulator.gtid_state import GtidNext, GtidNextType, GtidState
+from consistent.emulator.results import Column, Outcome, PreparedStatement, ResultSet
+from consistent.emulator.server import DEFAULT_CLIENT_CAPABILITIES, EmulatedServer
+from consistent.emulator.session import Session
+
+__all__ = [
+    "DEFAULT_CLIENT_CAPABILITIES",
+    "ER",
+    "UNDEFINED_COMMIT_TIMESTAMP",
+    "Account",
+    "BinaryLog",
+    "BinlogFile",
+    "BinlogStatement",
+    "BinlogTransaction",
+    "Clock",
+    "Column",
+    "EmulatedServer",
+    "GtidMode",
+    "GtidNext",
+    "GtidNextType",
+    "GtidState",
+    "Outcome",
+    "PreparedStatement",
+    "ResultSet",
+    "ServerConfig",
+    "Session",
+    "SqlError",
+]

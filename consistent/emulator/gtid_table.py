@@ -1,0 +1,224 @@
+"""``mysql.gtid_executed`` (WL#6559): the table that keeps GTIDs durable, and its compression.
+
+The functions here work on a SQLite connection the caller has put in a transaction, so the
+same code writes a GTID inside a committing transaction (binary log off), saves a whole set at
+rotation, and compresses the table.  The compression follows ``sql/rpl_gtid_persist.cc``:
+``compress()`` repeats ``compress_in_single_transaction()`` until the scan reaches the end, and
+each transaction merges only the *first* run of consecutive rows of one UUID (reference §4).
+
+:class:`GtidTableCompressor` is the ``thread/sql/compress_gtid_table`` background thread as an
+asyncio task.  It is signalled at start, after every rotation save, and when the number of
+single-GTID saves reaches ``gtid_executed_compression_period``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+from consistent.gtid import Gtid, GtidSet
+
+__all__ = [
+    "COMPRESSOR_THREAD_NAME",
+    "GTID_TABLE",
+    "STAGE_COMPRESSING",
+    "STAGE_SUSPENDING",
+    "GtidTableCompressor",
+    "compress",
+    "compress_first_consecutive_range",
+    "create_table",
+    "delete_all",
+    "fetch_gtids",
+    "insert_gtid",
+    "insert_set",
+    "table_rows",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The SQLite name of ``mysql.gtid_executed`` in the emulator's data file.
+GTID_TABLE: Final = '"mysql.gtid_executed"'
+COMPRESSOR_THREAD_NAME: Final = "thread/sql/compress_gtid_table"
+STAGE_SUSPENDING: Final = "Suspending"
+STAGE_COMPRESSING: Final = "Compressing gtid_executed table"
+
+T = TypeVar("T")
+Row = tuple[str, int, int]
+
+
+def create_table(conn: sqlite3.Connection) -> None:
+    """Create the table if missing: ``source_uuid CHAR(36), interval_start BIGINT,
+    interval_end BIGINT, PRIMARY KEY (source_uuid, interval_start)`` (8.0 layout)."""
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {GTID_TABLE} ("
+        "source_uuid TEXT NOT NULL, interval_start INTEGER NOT NULL, "
+        "interval_end INTEGER NOT NULL, PRIMARY KEY (source_uuid, interval_start)"
+        ") WITHOUT ROWID, STRICT"
+    )
+
+
+def insert_gtid(conn: sqlite3.Connection, gtid: Gtid) -> None:
+    """Save one GTID as a one-transaction interval (``Gtid_table_persistor::save(thd, gtid)``).
+
+    A duplicate key is ignored, as mysqld does (it only logs a warning)."""
+    conn.execute(
+        f"INSERT OR IGNORE INTO {GTID_TABLE} VALUES (?, ?, ?)", (gtid.uuid, gtid.gno, gtid.gno)
+    )
+
+
+def insert_set(conn: sqlite3.Connection, gtids: GtidSet) -> None:
+    """Save every interval of ``gtids`` as one row (``save(Gtid_set*)``)."""
+    conn.executemany(
+        f"INSERT OR IGNORE INTO {GTID_TABLE} VALUES (?, ?, ?)",
+        [(uuid, start, end) for uuid, _tag, start, end in gtids.intervals()],
+    )
+
+
+def table_rows(conn: sqlite3.Connection) -> list[Row]:
+    """All rows in primary-key order."""
+    cursor = conn.execute(
+        f"SELECT source_uuid, interval_start, interval_end FROM {GTID_TABLE} "
+        "ORDER BY source_uuid, interval_start"
+    )
+    return [(str(u), int(s), int(e)) for u, s, e in cursor.fetchall()]
+
+
+def fetch_gtids(conn: sqlite3.Connection) -> GtidSet:
+    """The set the table holds (``fetch_gtids``), overlapping rows merged."""
+    intervals: dict[tuple[str, str | None], list[tuple[int, int]]] = {}
+    for uuid, start, end in table_rows(conn):
+        intervals.setdefault((uuid, None), []).append((start, end))
+    return GtidSet.from_intervals(intervals)
+
+
+def delete_all(conn: sqlite3.Connection) -> None:
+    """Delete every row (RESET MASTER); a DELETE, not a TRUNCATE, as in mysqld."""
+    conn.execute(f"DELETE FROM {GTID_TABLE}")
+
+
+def compress_first_consecutive_range(conn: sqlite3.Connection) -> bool:
+    """Merge the first run of consecutive rows; returns whether the scan reached the end.
+
+    Scans in primary-key order.  A row continues the run when it has the same UUID as the
+    previous row and starts right after its end; continuation rows are deleted and the run's
+    first row gets the run's end.  Overlapping rows and other UUIDs end the run.
+    """
+    sid = ""
+    gno_start = 0
+    gno_end = 0
+    found = False
+    complete = True
+    to_delete: list[tuple[str, int]] = []
+    for cur_sid, cur_start, cur_end in table_rows(conn):
+        if sid == cur_sid and gno_end + 1 == cur_start:
+            found = True
+            gno_end = cur_end
+            to_delete.append((cur_sid, cur_start))
+        else:
+            if found:
+                complete = False
+                break
+            sid, gno_start, gno_end = cur_sid, cur_start, cur_end
+    if found:
+        conn.executemany(
+            f"DELETE FROM {GTID_TABLE} WHERE source_uuid = ? AND interval_start = ?", to_delete
+        )
+        conn.execute(
+            f"UPDATE {GTID_TABLE} SET interval_end = ? WHERE source_uuid = ? AND "
+            "interval_start = ?",
+            (gno_end, sid, gno_start),
+        )
+    return complete
+
+
+def compress(conn: sqlite3.Connection) -> int:
+    """Compress completely in one go (each round in the caller's transaction); returns the
+    number of rounds.  The background thread runs one round per transaction instead."""
+    rounds = 1
+    while not compress_first_consecutive_range(conn):
+        rounds += 1
+    return rounds
+
+
+RunTransaction = Callable[[Callable[[sqlite3.Connection], T]], Awaitable[T]]
+
+
+class GtidTableCompressor:
+    """The ``compress_gtid_table`` thread: waits for a signal, then compresses the table.
+
+    ``run_transaction(fn)`` must run ``fn(conn)`` in its own write transaction of the server's
+    data file and commit it.
+    """
+
+    def __init__(self, run_transaction: RunTransaction[bool], thread_id: int) -> None:
+        self._run_transaction = run_transaction
+        self.thread_id = thread_id
+        self.stage = STAGE_SUSPENDING
+        self.compressions = 0
+        self._count = 0
+        self._signal = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the task is alive (it then shows in ``performance_schema.threads``)."""
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Start the task; like mysqld it compresses once at start."""
+        if self.running:
+            return
+        self._task = asyncio.get_running_loop().create_task(self._main(), name="compress_gtid")
+        self.signal()
+
+    async def stop(self) -> None:
+        """Terminate the task and wait for it."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        self.stage = STAGE_SUSPENDING
+        self._idle.set()
+
+    def signal(self) -> None:
+        """Ask for a compression (``should_compress = true``)."""
+        self._idle.clear()
+        self._signal.set()
+
+    def note_saved(self, period: int) -> None:
+        """Count one single-GTID save; signal when the pre-increment count equals ``period``."""
+        if period == 0:
+            return
+        count = self._count
+        self._count += 1
+        if count == period:
+            self.signal()
+
+    async def wait_idle(self) -> None:
+        """Return once no compression is pending or running."""
+        await self._idle.wait()
+
+    async def _main(self) -> None:
+        while True:
+            self.stage = STAGE_SUSPENDING
+            if not self._signal.is_set():
+                self._idle.set()
+            await self._signal.wait()
+            self._signal.clear()
+            self.stage = STAGE_COMPRESSING
+            try:
+                complete = False
+                while not complete:
+                    complete = await self._run_transaction(compress_first_consecutive_range)
+                self.compressions += 1
+            except (sqlite3.Error, OSError):
+                logger.warning("Failed to compress the gtid_executed table.", exc_info=True)
+            self._count = 0
