@@ -1,0 +1,239 @@
+"""The connection phase: Handshake v10 and password authentication, as mysqld 8.0 does it.
+
+Two plugins are served, chosen per account (:attr:`Account.plugin`):
+
+* ``mysql_native_password``: one scramble, checked against ``SHA1(SHA1(password))``;
+* ``caching_sha2_password``: the fast path checks the scramble against the server's cache of
+  ``SHA256(SHA256(password))`` and answers AuthMoreData ``0x03``; a miss (the cache starts
+  empty, like mysqld's after a restart) answers ``0x04`` and asks for the password.  TLS is
+  not offered, so the password must come RSA-encrypted: a client without the key asks with
+  ``0x02`` and receives the public key as AuthMoreData.  A successful full authentication
+  fills the cache.
+
+When the client starts with another plugin than the account's, the server sends an
+AuthSwitchRequest carrying the same nonce (mysqld keeps the handshake's scramble).  A failure
+is ERR 1045 ``Access denied for user '…'@'…' (using password: YES|NO)``, SQLSTATE 28000.
+
+https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_connection_phase.html
+https://dev.mysql.com/doc/dev/mysql-server/latest/page_caching_sha2_authentication_exchanges.html
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from consistent.emulator.config import Account
+from consistent.emulator.errors import ER, SPECS
+from consistent.emulator.wire.stream import PacketStream
+from consistent.errors import RemoteProtocolError
+from consistent.protocol.auth import (
+    CACHING_SHA2_PASSWORD,
+    MYSQL_NATIVE_PASSWORD,
+    caching_sha2_hash,
+    decrypt_password_rsa,
+    verify_caching_sha2,
+    verify_native_password,
+)
+from consistent.protocol.constants import (
+    NATIVE_PASSWORD_NONCE_LENGTH,
+    CachingSha2,
+    Capability,
+    Charset,
+    ServerStatus,
+)
+from consistent.protocol.handshake import (
+    AuthMoreData,
+    AuthSwitchRequest,
+    HandshakeV10,
+    build_auth_more_data,
+    build_auth_switch_request,
+)
+from consistent.protocol.responses import ErrPacket
+
+__all__ = ["SERVER_CAPABILITIES", "Attempt", "Authenticator", "access_denied", "new_nonce"]
+
+logger = logging.getLogger(__name__)
+
+#: What the emulator offers: no SSL, no compression, no query attributes.
+SERVER_CAPABILITIES: Final = (
+    Capability.LONG_PASSWORD
+    | Capability.FOUND_ROWS
+    | Capability.LONG_FLAG
+    | Capability.CONNECT_WITH_DB
+    | Capability.PROTOCOL_41
+    | Capability.TRANSACTIONS
+    | Capability.SECURE_CONNECTION
+    | Capability.MULTI_STATEMENTS
+    | Capability.MULTI_RESULTS
+    | Capability.PS_MULTI_RESULTS
+    | Capability.PLUGIN_AUTH
+    | Capability.CONNECT_ATTRS
+    | Capability.PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | Capability.SESSION_TRACK
+    | Capability.DEPRECATE_EOF
+)
+
+_DEFAULT_PLUGIN: Final = CACHING_SHA2_PASSWORD
+_EMPTY_RESPONSES: Final = frozenset({b"", b"\x00"})
+_NONCE_FORBIDDEN: Final = frozenset({0, ord("$")})  # as mysqld's generate_user_salt
+
+
+def access_denied(user: str, host: str, password_used: bool) -> ErrPacket:
+    """ERR 1045 as mysqld words it."""
+    spec = SPECS[ER.ACCESS_DENIED_ERROR]
+    message = spec.template % (user, host, "YES" if password_used else "NO")
+    return ErrPacket(int(ER.ACCESS_DENIED_ERROR), spec.sqlstate, message)
+
+
+def new_nonce() -> bytes:
+    """20 random bytes without NUL or ``$``: clients treat the nonce as a C string."""
+    out = bytearray()
+    while len(out) < NATIVE_PASSWORD_NONCE_LENGTH:
+        b = secrets.randbits(7)
+        if b not in _NONCE_FORBIDDEN:
+            out.append(b)
+    return bytes(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One authentication attempt: who, with which plugin the client started, what it sent."""
+
+    user: str
+    client_plugin: str
+    response: bytes
+    nonce: bytes
+    host: str
+
+
+_Verifier = Callable[["Authenticator", PacketStream, "Account | None", Attempt], Awaitable[bool]]
+
+
+class Authenticator:
+    """The server side of authentication, shared by every connection of one front-end: the
+    accounts, the RSA key pair and the caching_sha2_password cache."""
+
+    def __init__(
+        self,
+        accounts: Callable[[], Mapping[str, Account]],
+        *,
+        timeout: float,
+        rsa_key_bits: int = 2048,
+        rsa_private_key_pem: bytes | None = None,
+    ) -> None:
+        self._accounts = accounts
+        self._timeout = timeout
+        if rsa_private_key_pem is None:
+            key = rsa.generate_private_key(public_exponent=65537, key_size=rsa_key_bits)
+            rsa_private_key_pem = key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        loaded = serialization.load_pem_private_key(rsa_private_key_pem, password=None)
+        if not isinstance(loaded, rsa.RSAPrivateKey):
+            raise ValueError("the caching_sha2_password key must be an RSA key")
+        self._private_pem = rsa_private_key_pem
+        self._key_bytes = loaded.key_size // 8
+        self.public_key_pem = loaded.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        self._sha2_cache: dict[str, bytes] = {}
+
+    def handshake(self, connection_id: int, nonce: bytes, server_version: str) -> HandshakeV10:
+        """The greeting of a new connection."""
+        return HandshakeV10(
+            server_version=server_version,
+            connection_id=connection_id,
+            auth_plugin_data=nonce,
+            capabilities=SERVER_CAPABILITIES,
+            charset=Charset.UTF8MB4_0900_AI_CI,
+            status=ServerStatus.AUTOCOMMIT,
+            auth_plugin_name=_DEFAULT_PLUGIN,
+        )
+
+    def flush_cache(self) -> None:
+        """Forget the caching_sha2_password cache (``FLUSH PRIVILEGES`` does this on mysqld)."""
+        self._sha2_cache.clear()
+
+    def cached(self, user: str) -> bool:
+        """Whether ``user`` would pass caching_sha2_password's fast path."""
+        return user in self._sha2_cache
+
+    async def authenticate(self, stream: PacketStream, attempt: Attempt) -> bool:
+        """Run the exchange after the client's first response; True if the password is right.
+
+        Writes AuthSwitchRequest / AuthMoreData packets as needed (the caller sends the final
+        OK or ERR).
+        """
+        account = self._accounts().get(attempt.user)
+        plugin = account.plugin if account is not None else _known(attempt.client_plugin)
+        verifier = _VERIFIERS.get(plugin)
+        if verifier is None:
+            logger.warning("account %r uses unsupported plugin %r", attempt.user, plugin)
+            return False
+        if attempt.client_plugin != plugin:
+            await stream.send(
+                build_auth_switch_request(AuthSwitchRequest(plugin, attempt.nonce + b"\x00"))
+            )
+            response = await stream.read(self._timeout)
+            attempt = Attempt(attempt.user, plugin, response, attempt.nonce, attempt.host)
+        return await verifier(self, stream, account, attempt)
+
+    async def _native(self, stream: PacketStream, account: Account | None, a: Attempt) -> bool:
+        if account is None:
+            return False
+        return verify_native_password(a.response, a.nonce, account.native_hash)
+
+    async def _caching_sha2(
+        self, stream: PacketStream, account: Account | None, a: Attempt
+    ) -> bool:
+        if a.response in _EMPTY_RESPONSES:
+            return account is not None and account.password == ""
+        if account is not None:
+            stored = caching_sha2_hash(account.password.encode())
+            cached = self._sha2_cache.get(a.user)
+            if cached == stored and verify_caching_sha2(a.response, a.nonce, stored):
+                await stream.send(_more(CachingSha2.FAST_AUTH_SUCCESS))
+                return True
+        await stream.send(_more(CachingSha2.PERFORM_FULL_AUTHENTICATION))
+        packet = await stream.read(self._timeout)
+        if packet == bytes((CachingSha2.REQUEST_PUBLIC_KEY,)):
+            await stream.send(build_auth_more_data(AuthMoreData(self.public_key_pem)))
+            packet = await stream.read(self._timeout)
+        if len(packet) != self._key_bytes:
+            # A cleartext password over an insecure connection is refused, as by mysqld.
+            return False
+        try:
+            password = decrypt_password_rsa(packet, a.nonce, self._private_pem)
+        except RemoteProtocolError:
+            return False
+        if account is None or not hmac.compare_digest(password, account.password.encode()):
+            return False
+        self._sha2_cache[a.user] = caching_sha2_hash(password)
+        return True
+
+
+def _more(message: CachingSha2) -> bytes:
+    return build_auth_more_data(AuthMoreData(bytes((message,))))
+
+
+def _known(plugin: str) -> str:
+    return plugin if plugin in _VERIFIERS else _DEFAULT_PLUGIN
+
+
+_VERIFIERS: Final[Mapping[str, _Verifier]] = MappingProxyType(
+    {
+        MYSQL_NATIVE_PASSWORD: Authenticator._native,
+        CACHING_SHA2_PASSWORD: Authenticator._caching_sha2,
+    }
+)

@@ -1,0 +1,197 @@
+"""Packets over one asyncio stream: bounded reads, sequence ids, framed writes with drain.
+
+The codec (:mod:`consistent.protocol.framing`) frames what we write; reading is done here
+header by header so that the announced length is checked against ``max_allowed_packet``
+before a byte of the payload is buffered, and so an oversized packet can be answered with
+mysqld's ERR 1153 rather than a bare disconnect.
+
+Sequence ids follow the protocol: every command starts at 0 on the client's side, each packet
+of the exchange (in either direction) takes the next id modulo 256.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections.abc import Iterable
+from typing import Final
+
+from consistent.errors import InterfaceError, RemoteProtocolError
+from consistent.protocol.constants import MAX_PACKET_PAYLOAD
+from consistent.protocol.framing import HEADER_SIZE, frame_packets
+
+__all__ = ["PacketStream", "PacketTooLarge", "PacketsOutOfOrder", "PeerClosed"]
+
+_HEADER: Final = struct.Struct("<I")
+_DISCARD_CHUNK: Final = 1 << 16
+
+
+class PeerClosed(InterfaceError):
+    """The client closed the connection between two packets (not an error of the client)."""
+
+
+class PacketTooLarge(RemoteProtocolError):
+    """The client announced a packet longer than ``max_allowed_packet`` (ERR 1153).
+    ``unread`` is how many bytes of it are still on their way."""
+
+    def __init__(self, message: str, unread: int) -> None:
+        super().__init__(message)
+        self.unread = unread
+
+
+class PacketsOutOfOrder(RemoteProtocolError):
+    """A packet arrived with an unexpected sequence id (ERR 1156)."""
+
+
+class PacketStream:
+    """One connection's packet layer.
+
+    ``seq`` is the sequence id the next packet (read or written) must carry.  Writes are
+    queued by :meth:`queue` and sent by :meth:`flush`, which always drains.
+    """
+
+    __slots__ = (
+        "_out",
+        "_reader",
+        "_writer",
+        "max_payload",
+        "read_timeout",
+        "seq",
+        "write_timeout",
+    )
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        max_payload: int,
+        read_timeout: float,
+        write_timeout: float,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.max_payload = max_payload
+        self._out: list[bytes] = []
+        self.read_timeout = read_timeout
+        self.write_timeout = write_timeout
+        self.seq = 0
+
+    @property
+    def peer(self) -> tuple[str, int] | None:
+        """The client's address, if the transport knows it."""
+        name = self._writer.get_extra_info("peername")
+        if isinstance(name, tuple) and len(name) >= 2:
+            return str(name[0]), int(name[1])
+        return None
+
+    async def read(self, timeout: float | None) -> bytes:
+        """The next logical packet's payload.
+
+        ``timeout`` bounds the wait for its first header (``None``: no bound); the rest of the
+        packet must follow within ``read_timeout``.  Raises :class:`PeerClosed` on a clean
+        close before the header, :class:`TimeoutError`, or :class:`RemoteProtocolError`
+        (:class:`PacketTooLarge`, :class:`PacketsOutOfOrder`, truncated packet).
+        """
+        async with asyncio.timeout(timeout):
+            header = await self._read_header(first=True)
+        async with asyncio.timeout(self.read_timeout):
+            parts: list[bytes] = []
+            size = 0
+            while True:
+                length = self._check(header, size)
+                chunk = await self._read_exactly(length)
+                parts.append(chunk)
+                size += length
+                if length < MAX_PACKET_PAYLOAD:
+                    return chunk if len(parts) == 1 else b"".join(parts)
+                header = await self._read_header(first=False)
+
+    async def read_command(self, timeout: float | None) -> bytes:
+        """The next command packet: its sequence id restarts at 0."""
+        self.seq = 0
+        return await self.read(timeout)
+
+    async def _read_header(self, *, first: bool) -> int:
+        try:
+            data = await self._reader.readexactly(HEADER_SIZE)
+        except asyncio.IncompleteReadError as e:
+            if first and not e.partial:
+                raise PeerClosed("the client closed the connection") from None
+            raise RemoteProtocolError("connection closed inside a packet header") from None
+        word: int = _HEADER.unpack(data)[0]
+        return word
+
+    async def _read_exactly(self, n: int) -> bytes:
+        try:
+            return await self._reader.readexactly(n)
+        except asyncio.IncompleteReadError:
+            raise RemoteProtocolError("connection closed inside a packet") from None
+
+    def _check(self, header: int, size_so_far: int) -> int:
+        length = header & 0xFFFFFF
+        seq = header >> 24
+        expected = self.seq
+        self.seq = (seq + 1) & 0xFF  # an error answer follows the packet the client sent
+        if seq != expected:
+            raise PacketsOutOfOrder(f"packet with sequence id {seq}, expected {expected}")
+        if size_so_far + length > self.max_payload:
+            raise PacketTooLarge(
+                f"packet larger than max_allowed_packet ({self.max_payload})", length
+            )
+        return length
+
+    def queue(self, payload: bytes) -> None:
+        """Frame one payload with the next sequence id(s) and buffer it for :meth:`flush`."""
+        data, self.seq = frame_packets(payload, self.seq)
+        self._out.append(data)
+
+    def queue_all(self, payloads: Iterable[bytes]) -> None:
+        """:meth:`queue` each payload in order."""
+        for payload in payloads:
+            self.queue(payload)
+
+    async def flush(self) -> None:
+        """Write what was queued and wait until the transport accepted it (bounded by
+        ``write_timeout``)."""
+        if not self._out:
+            return
+        data = b"".join(self._out)
+        self._out.clear()
+        self._writer.write(data)
+        async with asyncio.timeout(self.write_timeout):
+            await self._writer.drain()
+
+    async def send(self, *payloads: bytes) -> None:
+        """Queue ``payloads`` and flush."""
+        self.queue_all(payloads)
+        await self.flush()
+
+    async def discard(self, limit: int, timeout: float) -> None:
+        """Read and drop up to ``limit`` bytes (or until EOF or ``timeout``).
+
+        Used before closing on an oversized packet: a socket closed with unread data sends a
+        reset, which can destroy the ERR packet in flight to the client.
+        """
+        with contextlib.suppress(TimeoutError, OSError):
+            async with asyncio.timeout(timeout):
+                while limit > 0:
+                    chunk = await self._reader.read(min(limit, _DISCARD_CHUNK))
+                    if not chunk:
+                        return
+                    limit -= len(chunk)
+
+    def abort_reads(self) -> None:
+        """Close the transport so that a pending :meth:`read` ends with :class:`PeerClosed`;
+        used to close an idle connection from outside its task."""
+        self._writer.close()
+
+    async def close(self, timeout: float) -> None:
+        """Close the transport and wait (at most ``timeout``) until it is closed."""
+        self._out.clear()
+        self._writer.close()
+        # The peer may already be gone; the transport is closed either way.
+        with contextlib.suppress(OSError, TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._writer.wait_closed()
