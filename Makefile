@@ -40,6 +40,7 @@ test-fast: venv
 
 bench: venv
 	$(PY) bench/gtid.py
+	$(PY) bench/classify.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
