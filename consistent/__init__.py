@@ -10,4 +10,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "connect"]
+
+
+def connect(*args: object, **kwargs: object) -> object:
+    """Open a consistent DB-API connection; see :func:`consistent.dbapi.connect`.
+
+    Imported lazily so that ``import consistent`` stays light for the emulator, the proxy and
+    the analytics, which do not need PyMySQL.
+    """
+    from consistent import dbapi  # noqa: PLC0415 - deliberate lazy import
+
+    return dbapi.connect(*args, **kwargs)  # type: ignore[arg-type]

@@ -1,15 +1,34 @@
-"""The ``consistent`` command.  Each subcommand lives in a small function registered in
-``_COMMANDS``; later capabilities add theirs there."""
+"""The ``consistent`` command.
+
+Each subcommand is registered by a function ``add_<name>_command(subparsers)`` in the module
+that implements it; the function adds its parser and stores ``handler(args) -> exit status``
+as the parser's ``handler`` default.  ``_SUBCOMMANDS`` lists them by import path so that the
+command imports only what the chosen subcommand needs (PySpark, for one, is slow to import).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from consistent import __version__
 
 Handler = Callable[[argparse.Namespace], int]
+
+#: name -> (one-line help, "module:function" that registers the full parser)
+_SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "emulate": (
+        "run an emulated MySQL replication topology on 127.0.0.1",
+        "consistent.emulator.cli:add_emulate_command",
+    ),
+    "lag-sample": (
+        "poll replicas for replication lag and write lag records to the trace stream",
+        "consistent.telemetry.cli:add_lag_sample_command",
+    ),
+}
 
 
 def _cmd_version(_args: argparse.Namespace) -> int:
@@ -17,30 +36,39 @@ def _cmd_version(_args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS: dict[str, tuple[str, Handler, Callable[[argparse.ArgumentParser], None]]] = {
-    "version": ("print the version", _cmd_version, lambda _p: None),
-}
+def _registrar(path: str) -> Callable[[Any], argparse.ArgumentParser]:
+    module_name, _, function = path.partition(":")
+    registrar: Callable[[Any], argparse.ArgumentParser] = getattr(
+        importlib.import_module(module_name), function
+    )
+    return registrar
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every registered subcommand."""
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The argument parser.  Only the subcommand named in ``argv`` (if any) is imported; the
+    others appear in the help with their one-line description."""
     parser = argparse.ArgumentParser(
         prog="consistent",
         description="Session-consistency middleware for MySQL/MariaDB replication.",
     )
     parser.add_argument("--version", action="version", version=f"consistent {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (help_text, handler, configure) in _COMMANDS.items():
-        command = sub.add_parser(name, help=help_text)
-        configure(command)
-        command.set_defaults(handler=handler)
+    version = sub.add_parser("version", help="print the version")
+    version.set_defaults(handler=_cmd_version)
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)
+    for name, (help_text, path) in _SUBCOMMANDS.items():
+        if name == chosen:
+            _registrar(path)(sub)
+        else:
+            sub.add_parser(name, help=help_text)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_list)
+    args = parser.parse_args(args_list)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -39,6 +39,12 @@ committed transactions are in ``server.binlog`` (``BinaryLog.subscribe`` notifie
 ``session.add_close_listener`` tells a front-end when KILL or shutdown ends a session.
 
 :mod:`consistent.emulator.testing` has a fake clock and query shortcuts for tests.
+
+Replication topologies (:mod:`consistent.emulator.replication`): ``start_topology(replicas=2,
+lag="20ms..800ms")`` runs a primary and replicas in a background thread, each on its own port
+on 127.0.0.1; ``await start_topology_async(spec, clock=VirtualClock(), serve=False)`` builds a
+:class:`TopologySpec` on the running loop (virtual time in tests, see
+:func:`~consistent.emulator.replication.run_virtual`).
 """
 
 from __future__ import annotations
@@ -53,6 +59,22 @@ from consistent.emulator.binlog import (
 from consistent.emulator.config import Account, Clock, GtidMode, ServerConfig
 from consistent.emulator.errors import ER, SqlError
 from consistent.emulator.gtid_state import GtidNext, GtidNextType, GtidState
+
+# Replication builds on everything above, so it is imported last.
+from consistent.emulator.replication import (
+    ChannelSpec,
+    LagModel,
+    ServerSpec,
+    Topology,
+    TopologySpec,
+    VirtualClock,
+    run_virtual,
+)
+from consistent.emulator.replication.threaded import (
+    TopologyThread,
+    start_topology,
+    start_topology_async,
+)
 from consistent.emulator.results import Column, Outcome, PreparedStatement, ResultSet
 from consistent.emulator.server import DEFAULT_CLIENT_CAPABILITIES, EmulatedServer
 from consistent.emulator.session import Session
@@ -66,6 +88,7 @@ __all__ = [
     "BinlogFile",
     "BinlogStatement",
     "BinlogTransaction",
+    "ChannelSpec",
     "Clock",
     "Column",
     "EmulatedServer",
@@ -73,10 +96,19 @@ __all__ = [
     "GtidNext",
     "GtidNextType",
     "GtidState",
+    "LagModel",
     "Outcome",
     "PreparedStatement",
     "ResultSet",
     "ServerConfig",
+    "ServerSpec",
     "Session",
     "SqlError",
+    "Topology",
+    "TopologySpec",
+    "TopologyThread",
+    "VirtualClock",
+    "run_virtual",
+    "start_topology",
+    "start_topology_async",
 ]

@@ -15,3 +15,21 @@ def test_version_subcommand_prints_the_package_version(capsys: pytest.CaptureFix
 def test_no_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([]) == 2
     assert "usage: consistent" in capsys.readouterr().err
+
+
+def test_help_lists_every_subcommand_without_importing_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    for name in ("version", "emulate", "lag-sample"):
+        assert name in out
+
+
+def test_a_registered_subcommand_gets_its_full_parser(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["emulate", "--help"])
+    assert "--replicas" in capsys.readouterr().out

@@ -1,0 +1,187 @@
+"""``consistent emulate``: start an emulated replication topology and keep it running.
+
+::
+
+    consistent emulate --replicas 2 --lag 20ms..800ms
+    consistent emulate --chain 3 --lag 50ms
+    consistent emulate --replicas 1 --delayed-replica 30
+    consistent emulate --spec topology.toml        # see consistent.emulator.replication.specfile
+
+Each server listens on its own port on 127.0.0.1; the command prints one line per server
+(name, address, and the lag model of its channels) and runs until interrupted (Ctrl-C or
+SIGTERM), or for ``--duration`` seconds.  Time is real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TextIO
+
+from consistent.emulator.replication.lagmodel import LagModelError, parse_distribution
+from consistent.emulator.replication.specfile import lag_model_from, load_spec, spec_from_options
+from consistent.emulator.replication.threaded import TopologyThread
+from consistent.emulator.replication.topology import TopologyError, TopologySpec
+
+__all__ = ["add_emulate_command", "build_spec", "run_emulate"]
+
+
+def _distribution_arg(text: str) -> str:
+    try:
+        parse_distribution(text)
+    except LagModelError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``emulate`` options to ``parser``."""
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--replicas", type=int, help="a primary and N replicas (default 2)")
+    shape.add_argument("--chain", type=int, metavar="N", help="a chain a → b → … of N servers")
+    shape.add_argument(
+        "--multi-source", type=int, metavar="N", help="N sources replicated by one replica"
+    )
+    shape.add_argument("--spec", metavar="FILE", help="a TOML topology spec")
+    parser.add_argument(
+        "--lag",
+        type=_distribution_arg,
+        metavar="DIST",
+        help="network delay per transaction: 50ms, 20ms..800ms, exp(100ms), normal(m,s), "
+        "lognormal(median,sigma)",
+    )
+    parser.add_argument("--apply", type=_distribution_arg, metavar="DIST", help="apply cost")
+    parser.add_argument("--workers", type=int, help="applier workers per channel (0: single)")
+    parser.add_argument("--delay", type=int, default=0, help="SOURCE_DELAY of every replica")
+    parser.add_argument(
+        "--delayed-replica",
+        type=int,
+        metavar="SECONDS",
+        help="add a replica 'delayed' with this SOURCE_DELAY",
+    )
+    parser.add_argument("--seed", type=int, help="seed for the lag distributions")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    parser.add_argument(
+        "--duration", type=float, help="stop after this many seconds instead of waiting"
+    )
+    parser.add_argument("--json", action="store_true", help="print the servers as JSON")
+
+
+def build_spec(args: argparse.Namespace) -> TopologySpec:
+    """The topology the options describe."""
+    if args.spec:
+        return load_spec(args.spec)
+    lag_fields: dict[str, Any] = {}
+    if args.lag is not None:
+        lag_fields["network"] = args.lag
+    if args.apply is not None:
+        lag_fields["apply"] = args.apply
+    if args.workers is not None:
+        lag_fields["workers"] = args.workers
+    if args.seed is not None:
+        lag_fields["seed"] = args.seed
+    return spec_from_options(
+        replicas=args.replicas,
+        chain=args.chain,
+        multi_source=args.multi_source,
+        lag=lag_model_from(lag_fields),
+        delay=args.delay,
+        delayed_replica=args.delayed_replica,
+    )
+
+
+def _describe(topology: TopologyThread, as_json: bool) -> str:
+    if as_json:
+        servers = [
+            {
+                "name": e.name,
+                "host": e.host,
+                "port": e.port,
+                "user": e.user,
+                "server_uuid": e.server_uuid,
+                "server_id": e.server_id,
+                "role": e.role,
+                "sources": [c.source for c in topology.spec.channels if c.replica == e.name],
+            }
+            for e in topology.servers
+        ]
+        return json.dumps({"servers": servers}) + "\n"
+    lines = [topology.describe(), ""]
+    primary = topology.primary
+    lines.append(f"connect: mysql -h {primary.host} -P {primary.port} -u {primary.user}")
+    lines.append("Ctrl-C to stop.")
+    return "\n".join(lines) + "\n"
+
+
+def run_emulate(
+    args: argparse.Namespace,
+    *,
+    out: TextIO | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Start the topology, print the servers, wait for an interrupt (or ``--duration``)."""
+    stream = out or sys.stdout
+    try:
+        spec = build_spec(args)
+    except (TopologyError, LagModelError, OSError) as exc:
+        sys.stderr.write(f"consistent emulate: {exc}\n")
+        return 2
+    done = stop or threading.Event()
+    restore = _on_signals(done.set)
+    try:
+        with TopologyThread(spec, host=args.host).start() as topology:
+            stream.write(_describe(topology, args.json))
+            stream.flush()
+            with contextlib.suppress(KeyboardInterrupt):
+                done.wait(args.duration)
+    finally:
+        restore()
+    return 0
+
+
+def _on_signals(callback: Callable[[], None]) -> Callable[[], None]:
+    """Turn SIGINT and SIGTERM into ``callback`` while the topology runs (main thread only),
+    so an interrupt at any moment ends the wait and the topology still closes cleanly."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        callback()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+def add_emulate_command(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``emulate`` on the ``consistent`` command's subparsers; the handler is stored
+    as the ``handler`` default (``handler(args) -> exit status``)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "emulate",
+        help="run an emulated MySQL replication topology on loopback ports",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    configure(parser)
+    parser.set_defaults(handler=run_emulate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m consistent.emulator.cli``: the command on its own."""
+    parser = argparse.ArgumentParser(prog="consistent emulate")
+    configure(parser)
+    return run_emulate(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
