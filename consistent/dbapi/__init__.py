@@ -1,0 +1,124 @@
+"""The PEP 249 (DB-API 2.0) module: one logical connection over a primary and its replicas.
+
+::
+
+    import consistent.dbapi as db
+
+    conn = db.connect(primary="db1:3306", replicas=["db2:3306", "db3:3306"],
+                      user="app", password="…", database="shop")
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO orders (item) VALUES (%s)", ("book",))
+        cur.execute("SELECT * FROM orders")      # on a replica that has the insert
+    token = conn.token                            # hand it to another session: conn2.require(token)
+
+Differences from PyMySQL, on purpose:
+
+* ``autocommit`` defaults to **on**.  With autocommit off every statement belongs to a
+  transaction that may write, so every statement goes to the primary; pass ``autocommit=False``
+  to get PEP 249's default, and use ``begin(read_only=True)`` for reads that may use a replica.
+* ``with connect(...) as conn:`` commits when the block succeeds, rolls back when it raises, and
+  closes the connection.
+* A lost primary is not reconnected: the connection raises ``OperationalError`` from then on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from consistent.dbapi.config import ConnectConfig, ServerSpec, build_config, parse_url
+from consistent.dbapi.connection import Connection
+from consistent.dbapi.cursor import Cursor, DictCursor, SSCursor, SSDictCursor, cursor_class
+from consistent.dbapi.types import (
+    BINARY,
+    DATETIME,
+    NUMBER,
+    ROWID,
+    STRING,
+    Binary,
+    Date,
+    DateFromTicks,
+    Time,
+    TimeFromTicks,
+    Timestamp,
+    TimestampFromTicks,
+)
+from consistent.errors import (
+    DatabaseError,
+    DataError,
+    Error,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+    Warning,
+)
+from consistent.policy import Level, OnTimeout, ReplicaKnowledge
+
+__all__ = [
+    "BINARY",
+    "DATETIME",
+    "NUMBER",
+    "ROWID",
+    "STRING",
+    "Binary",
+    "ConnectConfig",
+    "Connection",
+    "Cursor",
+    "DataError",
+    "DatabaseError",
+    "Date",
+    "DateFromTicks",
+    "DictCursor",
+    "Error",
+    "IntegrityError",
+    "InterfaceError",
+    "InternalError",
+    "Level",
+    "NotSupportedError",
+    "OnTimeout",
+    "OperationalError",
+    "ProgrammingError",
+    "SSCursor",
+    "SSDictCursor",
+    "ServerSpec",
+    "Time",
+    "TimeFromTicks",
+    "Timestamp",
+    "TimestampFromTicks",
+    "Warning",
+    "apilevel",
+    "connect",
+    "paramstyle",
+    "threadsafety",
+]
+
+#: PEP 249: this module speaks DB-API 2.0.
+apilevel: Final = "2.0"
+#: PEP 249: threads may share the module but not connections (a session is one state machine).
+threadsafety: Final = 1
+#: PEP 249: ``%s`` and ``%(name)s`` placeholders, as PyMySQL.
+paramstyle: Final = "pyformat"
+
+
+def connect(
+    dsn: str | None = None,
+    *,
+    knowledge: ReplicaKnowledge | None = None,
+    cursorclass: type[Any] | None = None,
+    **kwargs: Any,
+) -> Connection:
+    """Open a logical connection.
+
+    ``connect(primary=..., replicas=[...], level="read_own_writes", wait_timeout=1.0,
+    on_timeout="primary", max_lag=None, flavor=None, autocommit=True, **pymysql_kwargs)``, or
+    ``connect("mysql://user:pw@host:3306/db?replica=h2:3306&level=read_latest", **overrides)``
+    (see :mod:`consistent.dbapi.config`).  ``knowledge`` isolates this connection's view of the
+    replicas from the process-wide one; ``cursorclass`` is the default cursor class.
+    """
+    params: dict[str, Any] = parse_url(dsn) if dsn is not None else {}
+    params.update(kwargs)
+    config = build_config(**params)
+    cls = cursor_class(cursorclass) if cursorclass is not None else None
+    return Connection(config, knowledge=knowledge, cursorclass=cls)

@@ -1,0 +1,338 @@
+"""The only module that touches PyMySQL internals (STYLE rule 7).
+
+PyMySQL does not parse the session-state part of OK packets, but it can be asked for it: the
+``client_flag`` argument is OR-ed into the handshake unmasked, so ``CLIENT.SESSION_TRACK`` makes
+the server append tracker data, and PyMySQL then keeps the raw bytes after the warning count in
+``OKPacketWrapper.message`` / ``MySQLResult.message`` (reference §7).  Two methods see every OK
+packet of a command:
+
+* ``Connection._read_query_result()`` — queries and ``next_result()`` (its ``self._result``);
+* ``Connection._read_ok_packet()`` — ``commit()``, ``rollback()``, ``begin()``,
+  ``select_db()``, ``autocommit()``, ``ping()`` (callers discard its return value).
+
+:class:`TrackingConnection` overrides both and hands each OK's status and tail to an observer,
+decoded with our own codec.  Result sets end in an EOF packet (PyMySQL never sets
+``CLIENT.DEPRECATE_EOF``), which carries no state: a ``SELECT`` reports nothing.
+
+``tests/dbapi/test_pymysql_internals.py`` fails loudly if any name or signature used here
+changes in PyMySQL.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pymysql
+import pymysql.connections
+import pymysql.cursors
+import pymysql.err
+from pymysql.constants import CLIENT
+
+from consistent import errors
+from consistent.errors import RemoteProtocolError
+from consistent.gtid import GtidState
+from consistent.protocol.constants import ServerStatus, SessionStateType
+from consistent.protocol.lenenc import Reader
+from consistent.protocol.responses import OkPacket
+from consistent.protocol.session_state import MARIADB_LAST_GTID, Schema, parse_session_state
+from consistent.protocol.session_state import gtid_info as _gtid_info
+
+__all__ = [
+    "CURSOR_CLASSES",
+    "DISCONNECT_ERRNOS",
+    "OkTail",
+    "TrackingConnection",
+    "decode_ok_tail",
+    "force_close",
+    "is_disconnect",
+    "is_server_error",
+    "query_value",
+    "tracked_gtid_text",
+    "translate_error",
+]
+
+logger = logging.getLogger(__name__)
+
+_STATE_CHANGED: Final = int(ServerStatus.SESSION_STATE_CHANGED)
+_IN_TRANS: Final = int(ServerStatus.IN_TRANS)
+
+#: Client errors that mean the connection is gone (CR_CONNECTION_ERROR 2002,
+#: CR_CONN_HOST_ERROR 2003, CR_SERVER_GONE_ERROR 2006, CR_SERVER_LOST 2013, CR_COMMANDS_OUT_OF_
+#: SYNC 2014, CR_SERVER_LOST_EXTENDED 2055) and the server's "shutdown in progress" family
+#: (ER_SERVER_SHUTDOWN 1053, ER_CON_COUNT_ERROR 1040, ER_CONNECTION_KILLED 1927, 4031 idle
+#: timeout).  https://dev.mysql.com/doc/mysql-errors/8.4/en/client-error-reference.html
+DISCONNECT_ERRNOS: Final = frozenset({1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055, 4031})
+
+#: The PyMySQL cursor class behind each (unbuffered, as_dict) combination.
+CURSOR_CLASSES: Final[dict[tuple[bool, bool], type[pymysql.cursors.Cursor]]] = {
+    (False, False): pymysql.cursors.Cursor,
+    (True, False): pymysql.cursors.SSCursor,
+    (False, True): pymysql.cursors.DictCursor,
+    (True, True): pymysql.cursors.SSDictCursor,
+}
+
+_ERROR_CLASSES: Final[dict[type[BaseException], type[errors.Error]]] = {
+    pymysql.err.Warning: errors.Error,
+    pymysql.err.InterfaceError: errors.InterfaceError,
+    pymysql.err.DataError: errors.DataError,
+    pymysql.err.OperationalError: errors.OperationalError,
+    pymysql.err.IntegrityError: errors.IntegrityError,
+    pymysql.err.InternalError: errors.InternalError,
+    pymysql.err.ProgrammingError: errors.ProgrammingError,
+    pymysql.err.NotSupportedError: errors.NotSupportedError,
+    pymysql.err.DatabaseError: errors.DatabaseError,
+    pymysql.err.Error: errors.Error,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OkTail:
+    """What one OK packet's tail told us."""
+
+    #: The packet's status flags (``ServerStatus`` bits).
+    status: int
+    #: The GTIDs it reported (OWN/ALL set on MySQL, ``last_gtid`` on MariaDB), if any.
+    gtids: GtidState | None
+    #: The new default schema, if the schema tracker reported one.
+    schema: str | None
+
+    @property
+    def in_transaction(self) -> bool:
+        """``SERVER_STATUS_IN_TRANS``."""
+        return bool(self.status & _IN_TRANS)
+
+
+def decode_ok_tail(status: int, tail: bytes) -> OkTail | None:
+    """Decode the bytes PyMySQL left after an OK packet's warning count (``info`` as a
+    length-encoded string, then the session-state blob when ``SESSION_STATE_CHANGED`` is set).
+    ``None`` when the packet tracked nothing."""
+    if not status & _STATE_CHANGED or not tail:
+        return None
+    reader = Reader(tail)
+    reader.lenenc_bytes()  # the human-readable info ("Rows matched: …")
+    if reader.at_end():
+        return None
+    blocks = parse_session_state(reader.lenenc_view())
+    gtids = _gtid_info(OkPacket(status=ServerStatus(status), session_state=blocks))
+    schema = None
+    for block in blocks:
+        if isinstance(block, Schema):
+            schema = block.name
+    return OkTail(status, gtids, schema)
+
+
+_GTIDS: Final = int(SessionStateType.GTIDS)
+_SYSTEM_VARIABLES: Final = int(SessionStateType.SYSTEM_VARIABLES)
+_LAST_GTID: Final = MARIADB_LAST_GTID.encode()
+# First byte of a length-encoded integer that is not the value itself (0xFB NULL, 0xFC…).
+_LENENC_2: Final = 0xFB
+
+
+def tracked_gtid_text(status: int, tail: bytes) -> str | None:
+    """The GTID text an OK tail carries, unparsed: MySQL's GTIDS block (type 3), else MariaDB's
+    ``last_gtid`` system variable (type 0).  ``None`` when there is none.
+
+    This runs after every write, so it builds no block objects and leaves parsing the text to
+    the caller (who may find a later text supersedes it).  When every length in the tail fits
+    in one byte — the usual shape — it reads them by indexing; anything else goes through our
+    codec's :class:`~consistent.protocol.lenenc.Reader`.  Both give the same answer (a property
+    test checks it).  Raises ``RemoteProtocolError`` on malformed bytes.
+    """
+    if not status & _STATE_CHANGED or not tail:
+        return None
+    try:
+        fast = _scan_short(tail)
+    except UnicodeDecodeError:
+        raise RemoteProtocolError(f"GTID text is not ASCII in {tail!r}") from None
+    return fast if fast is not _SLOW else _scan_with_reader(tail)
+
+
+# Returned by the fast scan when a length needs more than one byte.
+_SLOW: Final = "\x00slow"
+
+
+def _scan_short(tail: bytes) -> str | None:
+    size = len(tail)
+    info = tail[0]
+    if info >= _LENENC_2:
+        return _SLOW
+    pos = info + 1
+    if pos >= size:
+        return None  # info only: no session state
+    blob = tail[pos]
+    if blob >= _LENENC_2:
+        return _SLOW
+    pos += 1
+    end = pos + blob
+    if end > size:
+        raise RemoteProtocolError("session-state data runs past the end of the OK packet")
+    found: str | None = None
+    seen = False  # only the first last_gtid counts, as in consistent.protocol's gtid_info
+    while pos < end:
+        if pos + 2 > end:
+            raise RemoteProtocolError("truncated session-state block")
+        kind = tail[pos]
+        length = tail[pos + 1]
+        if kind >= _LENENC_2 or length >= _LENENC_2:
+            return _SLOW
+        entity = pos + 2
+        pos = entity + length
+        if pos > end:
+            raise RemoteProtocolError("session-state block runs past its blob")
+        if kind == _GTIDS:
+            # encoding specification (0), then the set as a length-encoded string
+            if length < 2 or tail[entity] >= _LENENC_2 or tail[entity + 1] >= _LENENC_2:
+                return _SLOW
+            text_end = entity + 2 + tail[entity + 1]
+            if text_end > pos:
+                raise RemoteProtocolError("GTIDS block runs past its entity")
+            return tail[entity + 2 : text_end].decode("ascii").strip() or None
+        if kind == _SYSTEM_VARIABLES and not seen and length:
+            name_end = entity + 1 + tail[entity]
+            if tail[entity] >= _LENENC_2 or name_end >= pos or tail[name_end] >= _LENENC_2:
+                return _SLOW
+            if tail[entity + 1 : name_end].lower() == _LAST_GTID:
+                seen = True
+                value_end = name_end + 1 + tail[name_end]
+                if value_end > pos:
+                    raise RemoteProtocolError("last_gtid value runs past its entity")
+                found = tail[name_end + 1 : value_end].decode("ascii").strip() or None
+    return found
+
+
+def _scan_with_reader(tail: bytes) -> str | None:
+    reader = Reader(tail)
+    reader.skip(reader.lenenc_int())  # the human-readable info
+    if reader.at_end():
+        return None
+    blocks = Reader(reader.lenenc_view())
+    found: str | None = None
+    seen = False
+    while not blocks.at_end():
+        kind = blocks.lenenc_int()
+        entity = blocks.lenenc_view()
+        if kind == _GTIDS:
+            block = Reader(entity)
+            block.lenenc_int()  # encoding specification, always 0
+            return block.lenenc_text().strip() or None
+        if kind == _SYSTEM_VARIABLES and not seen:
+            block = Reader(entity)
+            if bytes(block.lenenc_view()).lower() == _LAST_GTID:
+                seen = True
+                found = block.lenenc_text().strip() or None
+    return found
+
+
+OkObserver = Callable[[int, bytes], None]
+
+# Called on every statement: a plain function reference is cheaper than ``super()``.
+_BASE_READ_QUERY_RESULT: Final = pymysql.connections.Connection._read_query_result
+
+
+class TrackingConnection(pymysql.connections.Connection):  # type: ignore[misc]
+    """A PyMySQL connection that asks for session tracking and hands every OK packet's status
+    and raw tail (the bytes after its warning count) to ``observer(status, tail)`` — settable
+    later with :meth:`set_observer`.  Decode the tail with :func:`tracked_gtid_text` or
+    :func:`decode_ok_tail`."""
+
+    def __init__(self, *args: Any, observer: OkObserver | None = None, **kwargs: Any) -> None:
+        self._consistent_observer = observer
+        kwargs["client_flag"] = int(kwargs.get("client_flag", 0)) | CLIENT.SESSION_TRACK
+        super().__init__(*args, **kwargs)
+
+    def set_observer(self, observer: OkObserver | None) -> None:
+        """Where OK packets' tracker data goes from now on."""
+        self._consistent_observer = observer
+
+    def _read_ok_packet(self) -> Any:
+        ok = super()._read_ok_packet()
+        observer = self._consistent_observer
+        if observer is not None and ok.message and ok.server_status & _STATE_CHANGED:
+            observer(ok.server_status, ok.message)
+        return ok
+
+    def _read_query_result(self, unbuffered: bool = False) -> Any:
+        rows = _BASE_READ_QUERY_RESULT(self, unbuffered)
+        result = self._result
+        # ``message`` stays None for result sets (they end in EOF): only OKs get here.
+        if result is not None and result.message:
+            observer = self._consistent_observer
+            status = result.server_status
+            if observer is not None and status & _STATE_CHANGED:
+                observer(status, result.message)
+        return rows
+
+    @property
+    def in_transaction(self) -> bool:
+        """``SERVER_STATUS_IN_TRANS`` of the last OK packet."""
+        return bool(self.server_status & _IN_TRANS)
+
+
+def query_value(conn: TrackingConnection, sql: str, *, timeout: float | None = None) -> Any:
+    """Run a query returning one row and return its first column (``None`` for no row).
+
+    ``timeout`` bounds the time spent reading the answer (the socket's read timeout for this
+    query only): a server that does not answer in time costs the connection, never a hang.
+    """
+    previous = conn._read_timeout
+    if timeout is not None:
+        conn._read_timeout = timeout
+    try:
+        conn.query(sql)
+        rows = conn._result.rows if conn._result is not None else None
+    finally:
+        conn._read_timeout = previous
+    if not rows:
+        return None
+    return rows[0][0]
+
+
+def force_close(conn: TrackingConnection) -> None:
+    """Close the socket without ``COM_QUIT`` (the connection is already broken)."""
+    conn._force_close()
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    """True when ``exc`` means the connection is unusable (as opposed to an SQL error)."""
+    if isinstance(exc, pymysql.err.InterfaceError):
+        return True  # PyMySQL raises InterfaceError(0, '') on a closed connection
+    if isinstance(exc, pymysql.err.OperationalError | pymysql.err.InternalError):
+        code = exc.args[0] if exc.args else None
+        if code in DISCONNECT_ERRNOS:
+            return True
+        # "Packet sequence number wrong": the stream is out of sync, the connection is lost.
+        return isinstance(exc, pymysql.err.InternalError) and not isinstance(code, int)
+    if isinstance(exc, OSError):
+        return exc.errno not in (_errno.EINVAL,)
+    return False
+
+
+def is_server_error(exc: BaseException) -> bool:
+    """True for an error the server answered with (an ERR packet), connection intact."""
+    return isinstance(exc, pymysql.err.MySQLError) and not is_disconnect(exc)
+
+
+def translate_error(exc: BaseException, *, prefix: str = "") -> errors.Error:
+    """The ``consistent.errors`` equivalent of a PyMySQL exception: same class name, same
+    ``args == (errno, message)`` (``prefix`` prepended to the message), same ``sqlstate``."""
+    if isinstance(exc, errors.Error):
+        return exc
+    cls: type[errors.Error] = errors.OperationalError
+    for pymysql_cls in type(exc).__mro__:
+        mapped = _ERROR_CLASSES.get(pymysql_cls)
+        if mapped is not None:
+            cls = mapped
+            break
+    args = exc.args
+    sqlstate = getattr(exc, "sqlstate", None)
+    if len(args) >= 2 and isinstance(args[0], int):
+        message = f"{prefix}{args[1]}"
+        return cls(args[0], message, sqlstate=sqlstate)
+    if isinstance(exc, OSError):
+        return errors.OperationalError(2013, f"{prefix}{exc}")
+    text = " ".join(str(a) for a in args if a not in ("", None)) or type(exc).__name__
+    return cls(f"{prefix}{text}", sqlstate=sqlstate)

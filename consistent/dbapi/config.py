@@ -1,0 +1,255 @@
+"""What ``consistent.connect`` is told: servers, consistency settings, and driver options.
+
+Three spellings reach the same :class:`ConnectConfig`:
+
+* keywords: ``connect(primary="db1:3306", replicas=["db2:3306", {"host": "db3", "port":
+  3307, "password": "other"}], level="read_own_writes", user="app", password="…")``; a
+  server is ``"host"``, ``"host:port"``, ``"[v6addr]:port"`` or a dict whose keys other than
+  ``host``/``port`` override the shared PyMySQL options for that server only;
+* PyMySQL's own keywords (``host=…, port=…``) when ``primary`` is not given;
+* a URL (DSN): ``mysql://user:pw@db1:3306/app?replica=db2:3306&replica=db3:3307&level=
+  read_latest&wait_timeout=0.5&on_timeout=next_replica&flavor=mariadb&charset=utf8mb4``.
+  Schemes ``mysql``, ``mariadb``, ``consistent`` and ``mysql+consistent`` are accepted; query
+  parameters other than ours become PyMySQL options, converted to the type PyMySQL expects.
+  Keywords given next to a URL override it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from consistent.errors import InterfaceError
+from consistent.policy import Level, OnTimeout, PolicyConfig
+from consistent.policy.states import FlavorName
+
+__all__ = ["DEFAULT_PORT", "ConnectConfig", "ServerSpec", "build_config", "parse_url"]
+
+DEFAULT_PORT: Final = 3306
+_SCHEMES: Final = frozenset({"mysql", "mariadb", "consistent", "mysql+consistent"})
+_FLAVORS: Final[dict[str, FlavorName]] = {"mysql": "mysql", "mariadb": "mariadb"}
+
+# PyMySQL options we manage ourselves: the caller may not set them (``client_flag`` may be
+# set: SESSION_TRACK is added to it).
+_RESERVED: Final = frozenset({"cursorclass", "defer_connect", "host", "port"})
+
+# URL query parameters that are PyMySQL options, with their types.
+_INT_OPTIONS: Final = frozenset({"connect_timeout", "max_allowed_packet"})
+_FLOAT_OPTIONS: Final = frozenset({"read_timeout", "write_timeout"})
+_BOOL_OPTIONS: Final = frozenset({"local_infile", "ssl_verify_cert", "ssl_verify_identity"})
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
+
+#: Connecting to a replica gives up sooner than PyMySQL's default 10 s: a read that cannot
+#: reach one replica goes to another.
+DEFAULT_REPLICA_CONNECT_TIMEOUT: Final = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One server: its address and the PyMySQL options that differ from the shared ones."""
+
+    host: str
+    port: int = DEFAULT_PORT
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """``host:port``: the server's name in decisions, traces and replica knowledge."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @classmethod
+    def parse(cls, value: str | Mapping[str, Any] | ServerSpec) -> ServerSpec:
+        """A server from ``"host[:port]"``, ``"[v6]:port"``, a dict, or a spec."""
+        if isinstance(value, ServerSpec):
+            return value
+        if isinstance(value, Mapping):
+            options = dict(value)
+            host = options.pop("host", None)
+            if not isinstance(host, str) or not host:
+                raise InterfaceError(f"a server needs a host: {value!r}")
+            port = _port(options.pop("port", DEFAULT_PORT), value)
+            bad = _RESERVED & options.keys()
+            if bad:
+                raise InterfaceError(f"options {sorted(bad)} cannot be set per server")
+            return cls(host, port, options)
+        if not isinstance(value, str) or not value.strip():
+            raise InterfaceError(f"a server is 'host[:port]' or a dict, not {value!r}")
+        text = value.strip()
+        if text.startswith("["):
+            host, _, rest = text[1:].partition("]")
+            port = _port(rest[1:], value) if rest.startswith(":") else DEFAULT_PORT
+            if rest and not rest.startswith(":"):
+                raise InterfaceError(f"bad server address {value!r}")
+            return cls(host, port)
+        if text.count(":") == 1:
+            host, _, port_text = text.partition(":")
+            return cls(host, _port(port_text, value))
+        return cls(text)
+
+
+def _port(value: object, where: object) -> int:
+    try:
+        port = int(str(value))
+    except (TypeError, ValueError):
+        raise InterfaceError(f"bad port in {where!r}") from None
+    if not 0 < port < 65536:
+        raise InterfaceError(f"port out of range in {where!r}")
+    return port
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectConfig:
+    """Everything a logical connection needs to open its servers."""
+
+    primary: ServerSpec
+    replicas: tuple[ServerSpec, ...] = ()
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    #: ``None``: detected from the primary's handshake.
+    flavor: FlavorName | None = None
+    #: The connection's initial autocommit mode (see ``consistent.dbapi.connect``).
+    autocommit: bool = True
+    #: PyMySQL options shared by every server (user, password, database, charset…).
+    options: Mapping[str, Any] = field(default_factory=dict)
+    replica_connect_timeout: float = DEFAULT_REPLICA_CONNECT_TIMEOUT
+
+    def server_options(self, server: ServerSpec, *, replica: bool) -> dict[str, Any]:
+        """The PyMySQL keyword arguments for ``server``."""
+        options = dict(self.options)
+        if replica and "connect_timeout" not in server.options:
+            shared = options.get("connect_timeout")
+            options["connect_timeout"] = min(
+                float(shared) if shared is not None else math.inf, self.replica_connect_timeout
+            )
+        options.update(server.options)
+        options["host"] = server.host
+        options["port"] = server.port
+        return options
+
+
+def parse_url(url: str) -> dict[str, Any]:
+    """Keyword arguments for :func:`build_config` from a ``mysql://`` URL."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in _SCHEMES:
+        raise InterfaceError(f"unsupported URL scheme {parts.scheme!r} in {_redact(url)}")
+    kwargs: dict[str, Any] = {}
+    if parts.hostname:
+        netloc_host = parts.netloc.rpartition("@")[2]
+        kwargs["primary"] = ServerSpec.parse(unquote(netloc_host))
+    if parts.username is not None:
+        kwargs["user"] = unquote(parts.username)
+    if parts.password is not None:
+        kwargs["password"] = unquote(parts.password)
+    database = unquote(parts.path.lstrip("/"))
+    if database:
+        kwargs["database"] = database
+    replicas: list[ServerSpec] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in ("replica", "replicas"):
+            replicas.extend(ServerSpec.parse(v) for v in value.split(",") if v)
+        elif key in ("level", "on_timeout", "flavor"):
+            kwargs[key] = value
+        elif key in ("wait_timeout", "max_lag", "replica_connect_timeout"):
+            kwargs[key] = _number(key, value)
+        elif key == "autocommit":
+            kwargs[key] = _boolean(key, value)
+        else:
+            kwargs[key] = _option(key, value)
+    if replicas:
+        kwargs["replicas"] = replicas
+    return kwargs
+
+
+def _number(key: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise InterfaceError(f"{key} must be a number, not {value!r}") from None
+
+
+def _boolean(key: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise InterfaceError(f"{key} must be a boolean, not {value!r}")
+
+
+def _option(key: str, value: str) -> Any:
+    if key in _INT_OPTIONS:
+        return int(_number(key, value))
+    if key in _FLOAT_OPTIONS:
+        return _number(key, value)
+    if key in _BOOL_OPTIONS:
+        return _boolean(key, value)
+    return value
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
+
+
+def build_config(
+    *,
+    primary: str | Mapping[str, Any] | ServerSpec | None = None,
+    replicas: Iterable[str | Mapping[str, Any] | ServerSpec] | str | None = None,
+    level: Level | str = Level.READ_OWN_WRITES,
+    wait_timeout: float = 1.0,
+    on_timeout: OnTimeout | str = OnTimeout.PRIMARY,
+    max_lag: float | None = None,
+    flavor: str | None = None,
+    autocommit: bool = True,
+    replica_connect_timeout: float = DEFAULT_REPLICA_CONNECT_TIMEOUT,
+    **options: Any,
+) -> ConnectConfig:
+    """Validate and assemble a :class:`ConnectConfig` (``options`` are PyMySQL keywords)."""
+    if "db" in options and "database" not in options:
+        options["database"] = options.pop("db")
+    if "passwd" in options and "password" not in options:
+        options["password"] = options.pop("passwd")
+    host = options.pop("host", None)
+    port = options.pop("port", None)
+    if primary is None:
+        if host is None:
+            raise InterfaceError("connect() needs primary= (or host=) or a URL")
+        primary = {"host": host, "port": port if port is not None else DEFAULT_PORT}
+    elif host is not None or port is not None:
+        raise InterfaceError("give either primary= or host=/port=, not both")
+    bad = _RESERVED & options.keys()
+    if bad:
+        raise InterfaceError(f"options {sorted(bad)} are managed by consistent")
+    if isinstance(replicas, str):
+        replicas = [r for r in replicas.split(",") if r.strip()]
+    primary_spec = ServerSpec.parse(primary)
+    replica_specs = tuple(ServerSpec.parse(r) for r in replicas or ())
+    names = [primary_spec.name, *(r.name for r in replica_specs)]
+    if len(set(names)) != len(names):
+        raise InterfaceError(f"a server is listed twice: {names}")
+    flavor_name: FlavorName | None = None
+    if flavor is not None:
+        flavor_name = _FLAVORS.get(str(flavor).strip().lower())
+        if flavor_name is None:
+            raise InterfaceError(f"flavor must be 'mysql' or 'mariadb', not {flavor!r}")
+    policy = PolicyConfig(
+        level=Level.parse(level),
+        wait_timeout=wait_timeout,
+        on_timeout=OnTimeout.parse(on_timeout),
+        max_lag=max_lag,
+    )
+    return ConnectConfig(
+        primary=primary_spec,
+        replicas=replica_specs,
+        policy=policy,
+        flavor=flavor_name,
+        autocommit=bool(autocommit),
+        options=options,
+        replica_connect_timeout=replica_connect_timeout,
+    )

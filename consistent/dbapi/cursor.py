@@ -1,0 +1,304 @@
+"""PEP 249 cursors whose statements are routed by the connection's policy.
+
+A cursor formats its parameters (``pyformat``, escaped for the connection's character set),
+hands the SQL to its :class:`~consistent.dbapi.connection.Connection`, and reads the result from
+whichever server ran it through a PyMySQL cursor of the matching class on that server's
+connection.  Four classes, as in PyMySQL: buffered or unbuffered (server-side), tuples or dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from consistent import errors
+from consistent.classify import StatementKind, classify
+from consistent.dbapi import _pymysql
+
+if TYPE_CHECKING:
+    from consistent.dbapi.connection import Connection
+
+__all__ = ["Cursor", "DictCursor", "SSCursor", "SSDictCursor", "cursor_class"]
+
+Row = tuple[Any, ...] | dict[str, Any]
+
+
+class Cursor:
+    """A buffered cursor returning rows as tuples."""
+
+    #: Rows are streamed from the server instead of read at ``execute()``.
+    unbuffered: ClassVar[bool] = False
+    #: Rows are dicts keyed by column name.
+    as_dict: ClassVar[bool] = False
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        #: Rows ``fetchmany()`` returns by default (PEP 249).
+        self.arraysize = 1
+        self._inner: Any = None
+        self._inners: dict[int, Any] = {}
+        # The direct path's last (connection, PyMySQL cursor): most cursors use only one.
+        self._direct: tuple[Any, Any] = (None, None)
+        self._closed = False
+        self._inner_class = _pymysql.CURSOR_CLASSES[(self.unbuffered, self.as_dict)]
+
+    # ------------------------------------------------------------------ PEP 249 attributes
+
+    @property
+    def description(self) -> tuple[tuple[Any, ...], ...] | None:
+        """Seven-item column descriptions of the last result, or ``None``."""
+        inner = self._inner
+        return inner.description if inner is not None else None
+
+    @property
+    def rowcount(self) -> int:
+        """Rows produced or affected by the last statement; -1 when not known."""
+        inner = self._inner
+        if inner is None:
+            return -1
+        count = inner.rowcount
+        return -1 if count is None else int(count)
+
+    @property
+    def lastrowid(self) -> int | None:
+        """``AUTO_INCREMENT`` value of the last ``INSERT``, as PyMySQL reports it."""
+        inner = self._inner
+        return inner.lastrowid if inner is not None else None
+
+    @property
+    def rownumber(self) -> int:
+        """Index of the next row in the result."""
+        inner = self._inner
+        return int(inner.rownumber) if inner is not None else 0
+
+    # ------------------------------------------------------------------ execution
+
+    def _check(self) -> None:
+        if self._closed:
+            raise errors.ProgrammingError("the cursor is closed")
+
+    def _inner_for(self, raw: Any) -> Any:
+        inner = self._inners.get(id(raw))
+        if inner is None or inner.connection is not raw:
+            inner = raw.cursor(self._inner_class)
+            self._inners[id(raw)] = inner
+        return inner
+
+    def _finish_previous(self) -> None:
+        inner = self._inner
+        if inner is not None and self.unbuffered:
+            try:
+                inner.close()  # drain the rest of an unbuffered result
+            except Exception as exc:
+                if not _pymysql.is_disconnect(exc):
+                    raise _pymysql.translate_error(exc) from exc
+        self._inner = None
+
+    def _run(self, sql: str) -> int:
+        self._finish_previous()
+
+        def run(raw: Any) -> int:
+            inner = self._inner_for(raw)
+            self._inner = inner
+            rows = inner.execute(sql)
+            return int(rows) if rows is not None else 0
+
+        result = self.connection._run_statement(sql, run)
+        if result is None:  # deferred by the policy: nothing ran
+            self._inner = None
+            return 0
+        return result
+
+    def execute(self, query: str | bytes, args: Any = None) -> int:
+        """Run one statement (``args`` fill ``%s`` / ``%(name)s`` placeholders); returns the
+        number of affected rows, as PyMySQL does."""
+        if self._closed:
+            raise errors.ProgrammingError("the cursor is closed")
+        connection = self.connection
+        raw = connection._direct
+        if raw is not None:  # no replicas: hand the statement to PyMySQL as it is
+            if self.unbuffered and self._inner is not None:
+                self._finish_previous()
+            last_raw, inner = self._direct
+            if last_raw is not raw or inner.connection is not raw:
+                inner = self._inner_for(raw)
+                self._direct = (raw, inner)
+            self._inner = inner
+            try:
+                return int(inner.execute(query, args))
+            except Exception as exc:
+                raise connection._direct_failure(exc) from exc
+        sql = query.decode() if isinstance(query, bytes) else query
+        if args is not None:
+            sql = connection._mogrify(sql, args)
+        return self._run(sql)
+
+    def executemany(self, query: str, seq_of_args: Sequence[Any]) -> int | None:
+        """Run ``query`` once per parameter set.  A write runs on the primary, where PyMySQL
+        batches ``INSERT … VALUES`` into multi-row statements; reads are routed one by one."""
+        self._check()
+        args_list = list(seq_of_args)
+        if not args_list:
+            return None
+        connection = self.connection
+        stmt = classify(query)
+        if stmt.kind is StatementKind.READ and not stmt.must_use_primary:
+            total = 0
+            for args in args_list:
+                total += self.execute(query, args)
+            return total
+        self._finish_previous()
+
+        def run(raw: Any) -> int:
+            inner = self._inner_for(raw)
+            self._inner = inner
+            rows = inner.executemany(query, args_list)
+            return int(rows) if rows is not None else 0
+
+        result = connection._run_statement(query, run, stmt)
+        return result if result is not None else 0
+
+    def callproc(self, procname: str, args: Sequence[Any] = ()) -> Sequence[Any]:
+        """Call a stored procedure on the primary (it may write); returns ``args`` as
+        PyMySQL does (OUT values are read with ``SELECT @_procname_n``)."""
+        self._check()
+        self._finish_previous()
+        stmt = classify(f"CALL {procname}()")
+
+        def run(raw: Any) -> Sequence[Any]:
+            inner = self._inner_for(raw)
+            self._inner = inner
+            return inner.callproc(procname, args)  # type: ignore[no-any-return]
+
+        result = self.connection._run_statement(f"CALL {procname}", run, stmt)
+        return result if result is not None else args
+
+    def nextset(self) -> bool | None:
+        """Move to the next result of a multi-result statement; ``None`` when none is left."""
+        self._check()
+        inner = self._inner
+        if inner is None:
+            return None
+        return self._call(inner.nextset)  # type: ignore[no-any-return]
+
+    def mogrify(self, query: str, args: Any = None) -> str:
+        """The SQL ``execute(query, args)`` would send."""
+        return query if args is None else self.connection._mogrify(query, args)
+
+    # ------------------------------------------------------------------ fetching
+
+    def _call(self, method: Any, *args: Any) -> Any:
+        try:
+            return method(*args)
+        except errors.Error:
+            raise
+        except Exception as exc:
+            raise _pymysql.translate_error(exc) from exc
+
+    def _result(self) -> Any:
+        self._check()
+        inner = self._inner
+        if inner is None:
+            raise errors.ProgrammingError("execute() first: there is no result to fetch")
+        return inner
+
+    def fetchone(self) -> Row | None:
+        """The next row, or ``None``."""
+        inner = self._inner
+        if inner is None or self._closed:
+            self._result()  # raises the right error
+        try:
+            return inner.fetchone()  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise _pymysql.translate_error(exc) from exc
+
+    def fetchmany(self, size: int | None = None) -> list[Row]:
+        """Up to ``size`` rows (default ``arraysize``)."""
+        rows = self._call(self._result().fetchmany, size if size is not None else self.arraysize)
+        return list(rows)
+
+    def fetchall(self) -> list[Row]:
+        """The remaining rows."""
+        inner = self._inner
+        if inner is None or self._closed:
+            self._result()  # raises the right error
+        try:
+            return list(inner.fetchall())
+        except Exception as exc:
+            raise _pymysql.translate_error(exc) from exc
+
+    def scroll(self, value: int, mode: str = "relative") -> None:
+        """Move in the result (buffered cursors; unbuffered ones only forward)."""
+        self._call(self._result().scroll, value, mode)
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.fetchone, None)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def setinputsizes(self, *args: Any) -> None:
+        """PEP 249 no-op."""
+
+    def setoutputsize(self, *args: Any) -> None:
+        """PEP 249 no-op."""
+
+    def close(self) -> None:
+        """Close the cursor (an unbuffered result is drained first)."""
+        if self._closed:
+            return
+        try:
+            self._finish_previous()
+        finally:
+            self._closed = True
+            self._inners.clear()
+            self._direct = (None, None)
+
+    def __enter__(self) -> Cursor:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class SSCursor(Cursor):
+    """An unbuffered (server-side) cursor: rows are read as they are fetched."""
+
+    unbuffered = True
+
+
+class DictCursor(Cursor):
+    """A buffered cursor returning rows as dicts."""
+
+    as_dict = True
+
+
+class SSDictCursor(Cursor):
+    """An unbuffered cursor returning rows as dicts."""
+
+    unbuffered = True
+    as_dict = True
+
+
+_BY_PYMYSQL_NAME: dict[str, type[Cursor]] = {
+    "Cursor": Cursor,
+    "SSCursor": SSCursor,
+    "DictCursor": DictCursor,
+    "SSDictCursor": SSDictCursor,
+}
+
+
+def cursor_class(cls: type[Any]) -> type[Cursor]:
+    """One of our cursor classes for ``cls`` (ours, or PyMySQL's of the same name)."""
+    if isinstance(cls, type) and issubclass(cls, Cursor):
+        return cls
+    name = getattr(cls, "__name__", "")
+    mapped = _BY_PYMYSQL_NAME.get(name)
+    if mapped is None:
+        raise errors.NotSupportedError(f"unsupported cursor class {cls!r}")
+    return mapped

@@ -1,0 +1,124 @@
+"""One physical connection per server of a logical connection, opened when first needed.
+
+A :class:`ServerLink` owns the PyMySQL connection to one server: it opens it (replicas with a
+short retry and backoff through tenacity), turns the GTID tracker on, remembers which session
+state it has replayed, and drops the connection when it fails so the next use reconnects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from consistent.dbapi import _pymysql
+from consistent.dbapi._flavor import FlavorSQL
+from consistent.dbapi._pymysql import TrackingConnection
+from consistent.dbapi.config import ServerSpec
+from consistent.policy import Tracking
+
+__all__ = ["ServerLink"]
+
+logger = logging.getLogger(__name__)
+
+#: Attempts to open a replica connection before the read goes elsewhere.
+REPLICA_CONNECT_ATTEMPTS: Final = 2
+
+
+class ServerLink:
+    """The connection to one server (``name`` is ``"primary"`` or the replica's name)."""
+
+    def __init__(
+        self,
+        name: str,
+        spec: ServerSpec,
+        options: dict[str, Any],
+        *,
+        replica: bool,
+        observer: Callable[[str, int, bytes], None],
+    ) -> None:
+        self.name = name
+        self.spec = spec
+        self.replica = replica
+        self._options = options
+        self._observer = observer
+        self._conn: TrackingConnection | None = None
+        #: Session-state replay number this connection has reached.
+        self.applied_seq = 0
+        #: Tracker mode currently set on the connection (``None``: not set).
+        self.tracking: Tracking | None = None
+
+    @property
+    def address(self) -> str:
+        """``host:port`` of the server."""
+        return self.spec.name
+
+    @property
+    def connected(self) -> bool:
+        """True while a connection is open."""
+        return self._conn is not None and bool(self._conn.open)
+
+    @property
+    def raw(self) -> TrackingConnection | None:
+        """The open PyMySQL connection, if any."""
+        return self._conn
+
+    def _open_once(self) -> TrackingConnection:
+        return TrackingConnection(
+            observer=functools.partial(self._observer, self.name), **self._options
+        )
+
+    def connection(self, flavor: FlavorSQL | None) -> TrackingConnection:
+        """The open connection, connecting first if needed (``flavor`` sets its tracker)."""
+        conn = self._conn
+        if conn is not None and conn.open:
+            return conn
+        self.drop()
+        if self.replica:
+            retrying = Retrying(
+                stop=stop_after_attempt(REPLICA_CONNECT_ATTEMPTS),
+                wait=wait_exponential(multiplier=0.05, max=0.5),
+                retry=retry_if_exception(_pymysql.is_disconnect),
+                reraise=True,
+            )
+            conn = retrying(self._open_once)
+        else:
+            conn = self._open_once()
+        self._conn = conn
+        self.applied_seq = 0
+        self.tracking = None
+        if self.replica and flavor is not None and flavor.replica_tracking is not None:
+            conn.query(flavor.replica_tracking)
+        return conn
+
+    def set_tracking(self, flavor: FlavorSQL, tracking: Tracking) -> None:
+        """Turn the primary's tracker to ``tracking`` unless it already is."""
+        conn = self._conn
+        if self.tracking is tracking or conn is None:
+            return
+        probe = flavor.tracking_probe
+        current = _pymysql.query_value(conn, probe) if probe is not None else None
+        statement = flavor.primary_tracking(tracking, current)
+        if statement is not None:
+            conn.query(statement)
+        self.tracking = tracking
+
+    def drop(self) -> None:
+        """Forget the connection (closing its socket without ceremony)."""
+        conn, self._conn = self._conn, None
+        self.applied_seq = 0
+        self.tracking = None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                _pymysql.force_close(conn)
+
+    def close(self) -> None:
+        """Close the connection politely (``COM_QUIT``)."""
+        conn, self._conn = self._conn, None
+        if conn is not None and conn.open:
+            with contextlib.suppress(Exception):
+                conn.close()

@@ -1,0 +1,40 @@
+"""The routing policy: which server runs each statement, and what to wait for first.
+
+Sans-I/O (DESIGN "Architecture"): :class:`SessionPolicy` is one session's state machine,
+:class:`ReplicaKnowledge` what the whole process knows about its replicas.  The DB-API wrapper
+and the proxy drive the same machine; see :mod:`consistent.policy.session` for the protocol.
+"""
+
+from __future__ import annotations
+
+from consistent.policy.config import Level, OnTimeout, PolicyConfig, Tracking
+from consistent.policy.decision import PRIMARY, Action, Decision, Reason, WaitOutcome
+from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView, process_knowledge
+from consistent.policy.replay import SessionStateLog
+from consistent.policy.selection import rank_replicas
+from consistent.policy.session import END_TRANSACTION, READ_ONLY_BEGIN, SessionPolicy, Transaction
+from consistent.policy.states import FlavorName, format_token, parse_token
+
+__all__ = [
+    "END_TRANSACTION",
+    "PRIMARY",
+    "READ_ONLY_BEGIN",
+    "Action",
+    "Decision",
+    "FlavorName",
+    "Level",
+    "OnTimeout",
+    "PolicyConfig",
+    "Reason",
+    "ReplicaKnowledge",
+    "ReplicaView",
+    "SessionPolicy",
+    "SessionStateLog",
+    "Tracking",
+    "Transaction",
+    "WaitOutcome",
+    "format_token",
+    "parse_token",
+    "process_knowledge",
+    "rank_replicas",
+]

@@ -1,0 +1,104 @@
+"""Consistency levels and the per-session routing configuration.
+
+The level says what a read must see (see DESIGN "Consistency levels"); ``on_timeout`` says what
+happens when no replica catches up in time.  Both are plain string enums so that the same words
+work in ``consistent.connect(level="read_latest")``, in URLs and in trace attributes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from consistent.errors import InterfaceError
+
+__all__ = ["Level", "OnTimeout", "PolicyConfig", "Tracking"]
+
+
+class Level(StrEnum):
+    """What a read routed to a replica is guaranteed to see."""
+
+    #: No guarantee; reads may be stale (optionally bounded by ``PolicyConfig.max_lag``).
+    EVENTUAL = "eventual"
+    #: Every write this session committed (OWN_GTID / MariaDB ``last_gtid``).
+    READ_OWN_WRITES = "read_own_writes"
+    #: Everything the primary had executed when this session last committed (ALL_GTIDS).
+    READ_ALL_WRITES = "read_all_writes"
+    #: Everything committed anywhere before the read began (primary state fetched per read).
+    READ_LATEST = "read_latest"
+
+    @classmethod
+    def parse(cls, value: str | Level) -> Level:
+        """The level named ``value`` (case-insensitive; ``-`` may stand for ``_``)."""
+        if isinstance(value, Level):
+            return value
+        try:
+            return cls(str(value).strip().lower().replace("-", "_"))
+        except ValueError:
+            names = ", ".join(level.value for level in cls)
+            raise InterfaceError(f"unknown consistency level {value!r} (one of {names})") from None
+
+
+class OnTimeout(StrEnum):
+    """What to do when a replica does not reach the required set within ``wait_timeout``."""
+
+    #: Run the read on the primary (always consistent, costs primary capacity).
+    PRIMARY = "primary"
+    #: Wait on the next-best replica; the primary once every replica was tried.
+    NEXT_REPLICA = "next_replica"
+    #: Raise :class:`consistent.errors.ConsistencyTimeout` (not a disconnect errno).
+    ERROR = "error"
+
+    @classmethod
+    def parse(cls, value: str | OnTimeout) -> OnTimeout:
+        """The behaviour named ``value`` (case-insensitive; ``-`` may stand for ``_``)."""
+        if isinstance(value, OnTimeout):
+            return value
+        try:
+            return cls(str(value).strip().lower().replace("-", "_"))
+        except ValueError:
+            names = ", ".join(item.value for item in cls)
+            raise InterfaceError(f"unknown on_timeout {value!r} (one of {names})") from None
+
+
+class Tracking(StrEnum):
+    """Which GTIDs the primary connection's tracker must report for the current level."""
+
+    #: The session's own GTIDs (MySQL ``OWN_GTID``; MariaDB ``last_gtid``).
+    OWN = "own"
+    #: The primary's whole executed set after each commit (MySQL ``ALL_GTIDS``; MariaDB has no
+    #: such tracker, so it is read with a query instead, see ``SessionPolicy``).
+    ALL = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyConfig:
+    """How one session routes reads.  Immutable: changing the level builds a new config."""
+
+    level: Level = Level.READ_OWN_WRITES
+    #: Seconds a replica may take to reach the required set, per wait.
+    wait_timeout: float = 1.0
+    on_timeout: OnTimeout = OnTimeout.PRIMARY
+    #: ``eventual`` only: skip replicas whose estimated lag exceeds this many seconds.
+    max_lag: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "level", Level.parse(self.level))
+        object.__setattr__(self, "on_timeout", OnTimeout.parse(self.on_timeout))
+        timeout = self.wait_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise InterfaceError(f"wait_timeout must be a number of seconds, not {timeout!r}")
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise InterfaceError(f"wait_timeout must be positive and finite, not {timeout!r}")
+        if self.max_lag is not None and (
+            isinstance(self.max_lag, bool)
+            or not isinstance(self.max_lag, int | float)
+            or not self.max_lag >= 0
+        ):
+            raise InterfaceError(f"max_lag must be a non-negative number, not {self.max_lag!r}")
+
+    @property
+    def tracking(self) -> Tracking:
+        """The tracker this configuration needs on the primary connection."""
+        return Tracking.ALL if self.level is Level.READ_ALL_WRITES else Tracking.OWN

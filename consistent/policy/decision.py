@@ -1,0 +1,142 @@
+"""The policy's answers: where a statement goes, what to wait for first, and why.
+
+A routed statement is a short conversation between a driver (the DB-API wrapper or the proxy)
+and :class:`~consistent.policy.session.SessionPolicy`: ``route()`` gives a first
+:class:`Decision`; when its action is ``FETCH_PRIMARY_STATE`` or ``WAIT`` the driver does that
+and reports the result, and gets the next decision, until one says ``EXECUTE`` (run the
+statement), ``DEFER`` (send nothing now) or ``FAIL`` (raise ``decision.error``).  Each decision
+carries everything a trace needs: the reason, the required set, the replica's known state and
+the wait set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Final
+
+from consistent.gtid import GtidState
+from consistent.policy._fast import frozen_factory
+from consistent.policy.config import Level
+
+if TYPE_CHECKING:
+    from consistent.classify import Classification
+    from consistent.errors import Error
+
+__all__ = ["PRIMARY", "Action", "Decision", "Reason", "WaitOutcome", "new_decision"]
+
+#: The target name of the primary.  Replicas are named by their address, so never clash.
+PRIMARY: Final = "primary"
+
+
+class Action(StrEnum):
+    """What the driver must do next for the statement being routed."""
+
+    #: Send the statement (after ``prelude``) to ``target``, then report success or failure.
+    EXECUTE = "execute"
+    #: Run the flavour's wait for ``wait_set`` on replica ``target`` (at most ``wait_timeout``
+    #: seconds), then call ``SessionPolicy.on_wait``.
+    WAIT = "wait"
+    #: Read the primary's executed state, then call ``SessionPolicy.on_primary_state``.
+    FETCH_PRIMARY_STATE = "fetch_primary_state"
+    #: Send nothing: a read-only ``BEGIN`` waits for its first statement to know its server, and
+    #: ending a transaction that never reached a server has nothing to end.
+    DEFER = "defer"
+    #: Raise ``error`` (a consistency timeout with ``on_timeout="error"``, or a write inside a
+    #: read-only transaction).
+    FAIL = "fail"
+
+
+class Reason(StrEnum):
+    """Why a statement goes where it goes; lands in the statement's span."""
+
+    #: A write, DDL, or a read that must see the primary (``detail`` says which).
+    WRITE = "write"
+    #: Transaction control, or a statement inside a transaction (``detail``: ``autocommit_off``
+    #: when the transaction is implicit).
+    IN_TRANSACTION = "in_transaction"
+    #: The session holds state a replica cannot have (``detail``: temporary_table…).
+    PINNED = "pinned"
+    #: A session-state statement (``USE``, ``SET``): run on the primary, replayed on replicas.
+    SESSION_STATE = "session_state"
+    #: Diagnostics about the previous statement (``SHOW WARNINGS``): where that one ran.
+    FOLLOWS_PREVIOUS = "follows_previous"
+    #: A routing hint in the statement's leading comment (``detail``: primary/replica/level).
+    HINT = "hint"
+    #: Level ``eventual``: any healthy replica, no wait.
+    EVENTUAL = "eventual"
+    #: The session requires nothing yet: any healthy replica, no wait.
+    NOTHING_REQUIRED = "nothing_required"
+    #: The chosen replica is known to have executed the required set: no wait.
+    KNOWN_COVERED = "known_covered"
+    #: Waiting first (action ``WAIT``/``FETCH_PRIMARY_STATE``), or waited and caught up.
+    WAITED = "waited"
+    #: No replica caught up in time; the primary serves the read.
+    TIMEOUT_FALLBACK = "timeout_fallback"
+    #: No replica caught up in time and ``on_timeout="error"``.
+    TIMEOUT_ERROR = "timeout_error"
+    #: Every replica is cooling down after failures (or lags beyond ``max_lag``).
+    NO_HEALTHY_REPLICA = "no_healthy_replica"
+    #: The session has no replicas configured.
+    NO_REPLICAS = "no_replicas"
+
+
+class WaitOutcome(StrEnum):
+    """How a wait on a replica ended, as reported by the driver."""
+
+    #: The replica reached the wait set.
+    REACHED = "reached"
+    #: The wait returned its timeout result.
+    TIMED_OUT = "timed_out"
+    #: The connection to the replica failed (or could not be opened).
+    FAILED = "failed"
+    #: The replica refused the wait statement with a server error.
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One step of routing a statement."""
+
+    action: Action
+    #: :data:`PRIMARY` or a replica's name.
+    target: str
+    reason: Reason
+    #: The statement being routed (its classification).
+    statement: Classification
+    #: The level that governed this statement (a hint may override the session's).
+    level: Level
+    #: The statement's text as the driver gave it (replayed when it is session state).
+    sql: str = ""
+    #: Refines ``reason`` (pin reason, primary reason, hint…).
+    detail: str | None = None
+    #: The session's required set for this statement (after any primary-state fetch).
+    required: GtidState | None = None
+    #: What ``target`` was known to have executed when this decision was taken.
+    known: GtidState | None = None
+    #: For ``WAIT``: the part of ``required`` the replica must still reach.
+    wait_set: GtidState | None = None
+    #: For ``WAIT``: seconds the wait may take.
+    wait_timeout: float | None = None
+    #: Replicas already tried (and abandoned) for this statement, in order.
+    tried: tuple[str, ...] = ()
+    #: Statements to send first, each with its own target: the deferred ``START TRANSACTION
+    #: READ ONLY`` on the replica a read-only transaction lands on, or the ``COMMIT`` that ends
+    #: it before a statement that leaves it.  Report them with ``on_prelude_done``.
+    prelude: tuple[tuple[str, str], ...] = ()
+    #: For ``FAIL``: the error to raise.
+    error: Error | None = None
+
+    @property
+    def is_primary(self) -> bool:
+        """True when the statement (or this step) goes to the primary."""
+        return self.target == PRIMARY
+
+    @property
+    def reason_text(self) -> str:
+        """``reason`` with its detail, as traces show it: ``pinned(temporary_table)``."""
+        return f"{self.reason.value}({self.detail})" if self.detail else self.reason.value
+
+
+#: ``Decision`` from all its fields, positionally, in declaration order (the routing hot path).
+new_decision = frozen_factory(Decision)

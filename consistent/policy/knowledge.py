@@ -1,0 +1,233 @@
+"""What a process knows about its replicas, shared by every session of that process.
+
+A replica's executed state only grows, so anything learnt once stays true until the server is
+replaced: a successful wait proves the replica has the waited set, ALL_GTIDS tracking on a replica
+connection and the background monitor report its whole executed state.  Sessions use that to skip
+waits (DESIGN step 3) and to pick the replica most likely caught up (step 4).
+
+Health: a replica whose connection failed is left alone for a cool-down that doubles with each
+consecutive failure (capped); after it the replica is tried again, and one success clears the
+record.  A failure also forgets the replica's executed state, because a reconnect may reach a
+rebuilt server whose state went backwards.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from consistent.gtid import GtidState
+from consistent.policy._fast import frozen_factory
+from consistent.policy.states import merge
+
+__all__ = ["ReplicaKnowledge", "ReplicaView", "process_knowledge"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    """A snapshot of what is known about one replica (safe to keep: it never changes)."""
+
+    name: str
+    #: Lower bound of the replica's executed state; ``None`` when nothing is known.
+    executed: GtidState | None = None
+    #: Clock reading when ``executed`` was last raised.
+    executed_at: float | None = None
+    #: Estimated replication lag in seconds (monitor polls, or the time waits took).
+    lag: float | None = None
+    #: Clock reading of the last lag observation.
+    lag_at: float | None = None
+    #: Consecutive connection failures; 0 once the replica answers again.
+    failures: int = 0
+    #: Clock reading of the last failure.
+    failed_at: float | None = None
+    #: Until this clock reading the replica is cooling down and not chosen.
+    unhealthy_until: float | None = None
+    #: How many statements were routed here.
+    picks: int = 0
+    #: Order of the last pick among all picks of the process (0: never picked); the least
+    #: recently picked of equally good replicas goes next, so they share the load.
+    last_pick: int = 0
+
+    def healthy(self, now: float) -> bool:
+        """True unless the replica is inside its cool-down."""
+        return self.unhealthy_until is None or now >= self.unhealthy_until
+
+    def fresh_executed(self, now: float, ttl: float) -> GtidState | None:
+        """``executed`` if it was learnt less than ``ttl`` seconds ago: an old lower bound
+        says little about how far behind the replica is now."""
+        if self.executed_at is None or now - self.executed_at > ttl:
+            return None
+        return self.executed
+
+    def current_lag(self, now: float, ttl: float) -> float | None:
+        """The lag estimate if it is younger than ``ttl`` seconds: an old estimate says little
+        (and ignoring it lets a replica that once lagged be tried again)."""
+        if self.lag is None or self.lag_at is None or now - self.lag_at > ttl:
+            return None
+        return self.lag
+
+
+_new_view = frozen_factory(ReplicaView)
+
+
+class ReplicaKnowledge:
+    """Thread-safe store of :class:`ReplicaView` by replica name (its ``host:port``).
+
+    ``clock`` is injected so tests control time; ``cooldown`` is the first cool-down after a
+    failure, doubled per consecutive failure up to ``max_cooldown``; ``lag_smoothing`` is the
+    weight of a new observation in the lag estimate's moving average; a lag estimate or an
+    executed state older than ``ttl`` seconds is not used to rank replicas (an executed state
+    is still used to skip waits: it never stops being true).
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        cooldown: float = 2.0,
+        max_cooldown: float = 30.0,
+        lag_smoothing: float = 0.3,
+        ttl: float = 2.0,
+    ) -> None:
+        self._clock = clock
+        self._cooldown = cooldown
+        self._max_cooldown = max_cooldown
+        self._alpha = lag_smoothing
+        self._ttl = ttl
+        self._pick_seq = 0
+        self._lock = threading.Lock()
+        self._views: dict[str, ReplicaView] = {}
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock used for health decisions."""
+        return self._clock
+
+    def now(self) -> float:
+        """The injected clock's current reading."""
+        return self._clock()
+
+    @property
+    def ttl(self) -> float:
+        """Seconds a lag estimate or executed state stays meaningful for ranking."""
+        return self._ttl
+
+    def view(self, name: str) -> ReplicaView:
+        """What is known about ``name`` (an empty view for a replica never seen)."""
+        with self._lock:
+            return self._views.get(name) or ReplicaView(name)
+
+    def views(self, names: Iterable[str]) -> tuple[ReplicaView, ...]:
+        """Snapshots of several replicas, taken together."""
+        with self._lock:
+            return tuple(self._views.get(n) or ReplicaView(n) for n in names)
+
+    def healthy(self, name: str) -> bool:
+        """True unless ``name`` is cooling down after a failure."""
+        return self.view(name).healthy(self._clock())
+
+    def _update(self, name: str, **changes: object) -> ReplicaView:
+        # Callers hold the lock.
+        view = replace(self._views.get(name) or ReplicaView(name), **changes)  # type: ignore[arg-type]
+        self._views[name] = view
+        return view
+
+    def record_executed(self, name: str, state: GtidState) -> None:
+        """``name`` has executed at least ``state`` (wait, ALL_GTIDS tracking, monitor poll)."""
+        with self._lock:
+            current = self._views.get(name)
+            known = current.executed if current is not None else None
+            merged = merge(known, state)
+            if current is None or merged != known:
+                self._update(name, executed=merged, executed_at=self._clock())
+
+    def record_wait(
+        self, name: str, waited: GtidState, *, reached: bool, duration: float, timeout: float
+    ) -> None:
+        """Learn from a wait: a reached set is executed there, and how long the wait took (or
+        that it took longer than ``timeout``) feeds the lag estimate."""
+        with self._lock:
+            current = self._views.get(name) or ReplicaView(name)
+            sample = duration if reached else max(duration, timeout)
+            lag = (
+                sample
+                if current.lag is None
+                else (1 - self._alpha) * current.lag + (self._alpha * sample)
+            )
+            if not reached and current.lag is not None:
+                lag = max(lag, timeout)
+            now = self._clock()
+            if reached:
+                executed = merge(current.executed, waited)
+                self._update(name, executed=executed, executed_at=now, lag=lag, lag_at=now)
+            else:
+                self._update(name, lag=lag, lag_at=now)
+
+    def record_lag(self, name: str, seconds: float) -> None:
+        """A measured lag (monitor poll); replaces the estimate."""
+        with self._lock:
+            self._update(name, lag=max(0.0, float(seconds)), lag_at=self._clock())
+
+    def record_failure(self, name: str) -> None:
+        """The replica's connection failed: cool it down and forget its executed state."""
+        with self._lock:
+            current = self._views.get(name) or ReplicaView(name)
+            failures = current.failures + 1
+            now = self._clock()
+            pause = min(self._max_cooldown, self._cooldown * 2 ** (failures - 1))
+            self._update(
+                name,
+                executed=None,
+                executed_at=None,
+                failures=failures,
+                failed_at=now,
+                unhealthy_until=now + pause,
+            )
+
+    def record_success(self, name: str) -> None:
+        """The replica answered: clear its failure record."""
+        current = self._views.get(name)  # a racy read is fine: it only skips the lock
+        if current is None or not (current.failures or current.unhealthy_until is not None):
+            return
+        with self._lock:
+            current = self._views.get(name)
+            if current is not None and (current.failures or current.unhealthy_until is not None):
+                self._update(name, failures=0, unhealthy_until=None)
+
+    def record_pick(self, name: str) -> None:
+        """A statement was routed to ``name``.  (Every read comes here, so the new view is
+        built with the fast factory.)"""
+        with self._lock:
+            v = self._views.get(name) or ReplicaView(name)
+            self._pick_seq += 1
+            self._views[name] = _new_view(
+                name,
+                v.executed,
+                v.executed_at,
+                v.lag,
+                v.lag_at,
+                v.failures,
+                v.failed_at,
+                v.unhealthy_until,
+                v.picks + 1,
+                self._pick_seq,
+            )
+
+    def forget(self, name: str) -> None:
+        """Drop everything known about ``name`` (for example when the server is replaced)."""
+        with self._lock:
+            self._views.pop(name, None)
+
+
+@functools.cache
+def process_knowledge() -> ReplicaKnowledge:
+    """The knowledge shared by every session of this process that was not given its own.
+
+    This is the one piece of process state the policy keeps, on purpose: what a replica has
+    executed is a fact about the server, not about a session (DESIGN "How a read gets to a
+    replica", step 3).  Pass an explicit :class:`ReplicaKnowledge` to isolate sessions.
+    """
+    return ReplicaKnowledge()

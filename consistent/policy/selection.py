@@ -1,0 +1,74 @@
+"""Which replica to try: the one most likely to have caught up (DESIGN step 4).
+
+Candidates are the session's healthy replicas not yet tried for this statement (and, at
+``eventual`` with ``max_lag``, not known to lag more).  They are ranked by:
+
+1. whether they are known to cover the required set (then no wait at all);
+2. their recent lag (how long their waits took lately), in classes that double from 5 ms, so
+   that noise does not count but a replica that just made a read wait goes after one that
+   answered at once;
+3. how much of the required set their recently learnt state lacks, in doubling classes;
+4. how recently they were picked, so equally good replicas take turns;
+5. consecutive failures, then name, so the order is deterministic.
+
+What is known about a replica is a lower bound that ages: a lag or executed state older than
+the knowledge's ``ttl`` ranks as unknown, and unknown ranks as good.  Otherwise the replica the
+process happened to learn most about would take every read and the others would starve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from consistent.gtid import GtidState
+from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView
+from consistent.policy.states import covers, distance
+
+__all__ = ["lag_class", "rank_replicas"]
+
+# Lags below this are all "caught up"; above it, each doubling is one class.
+_LAG_FLOOR = 0.005
+
+
+def lag_class(lag: float | None) -> int:
+    """0 for an unknown lag or one below 5 ms, then one class per doubling."""
+    if lag is None or lag < _LAG_FLOOR:
+        return 0
+    return 1 + math.floor(math.log2(lag / _LAG_FLOOR))
+
+
+def rank_replicas(
+    knowledge: ReplicaKnowledge,
+    replicas: Sequence[str],
+    *,
+    required: GtidState | None,
+    exclude: Sequence[str] = (),
+    max_lag: float | None = None,
+) -> list[ReplicaView]:
+    """The usable replicas among ``replicas``, best first."""
+    now = knowledge.now()
+    ttl = knowledge.ttl
+    views = [v for v in knowledge.views(replicas) if v.healthy(now) and v.name not in exclude]
+    if max_lag is not None:
+        views = [v for v in views if (v.current_lag(now, ttl) or 0.0) <= max_lag]
+    if len(views) < 2:
+        return views
+
+    def key(v: ReplicaView) -> tuple[bool, int, int, int, int, str]:
+        if not required or covers(v.executed, required):
+            uncovered, gap = False, 0
+        else:
+            fresh = v.fresh_executed(now, ttl)
+            uncovered, gap = True, 0 if fresh is None else distance(required, fresh)
+        return (
+            uncovered,
+            lag_class(v.current_lag(now, ttl)),
+            gap.bit_length(),
+            v.last_pick,
+            v.failures,
+            v.name,
+        )
+
+    views.sort(key=key)
+    return views

@@ -1,0 +1,673 @@
+"""``SessionPolicy``: one session's routing state machine (sans-I/O).
+
+The machine is told what the session sends and what comes back, and answers where each
+statement goes.  It never touches a socket, never sleeps and reads time only through the
+knowledge's injected clock, so the DB-API wrapper and the proxy drive the very same rules.
+
+Driving it, per statement::
+
+    d = policy.route(classification, sql)
+    while d.action in (Action.FETCH_PRIMARY_STATE, Action.WAIT):
+        if d.action is Action.FETCH_PRIMARY_STATE:
+            d = policy.on_primary_state(d, <the primary's executed state>)
+        else:
+            d = policy.on_wait(d, <WaitOutcome>, duration=<seconds>)
+    if d.action is Action.FAIL: raise d.error
+    if d.action is Action.EXECUTE:
+        send d.prelude (each to its own target), then policy.on_prelude_done(d)
+        send the statement to d.target
+        policy.on_success(d)   or   retry = policy.on_error(d, connection_lost=...)
+
+and whenever an OK packet arrives on any connection, ``policy.observe_gtids(target, state)``.
+
+Where a statement goes (first rule that applies)
+------------------------------------------------
+1. Inside a transaction that has reached its server: that server.  On a replica (a read-only
+   transaction) a write fails as mysqld would fail it (1792); a statement that implicitly
+   commits ends the replica transaction and goes to the primary; session state goes to the
+   primary and is replayed.
+2. ``BEGIN``: read-write to the primary; ``READ ONLY`` is deferred until its first statement,
+   which picks a replica (waiting as a read would) and starts the transaction there.
+3. Transaction control outside a transaction, session state (``SET``/``USE``): the primary.
+4. Diagnostics about the previous statement (``SHOW WARNINGS``): where that statement ran.
+5. A ``/* consistent: primary */`` hint: the primary.  ``replica``: a replica, past rules 6-9.
+6. A multi-statement that is not all reads, a write, DDL, or a read that must see the primary
+   (``FOR UPDATE``, ``GET_LOCK``…): the primary.
+7. Autocommit off: the primary (every statement is part of a transaction).
+8. Pinned session (temporary table, user variable, ``LOCK TABLES``…): the primary.
+9. A read: a replica chosen by :func:`~consistent.policy.selection.rank_replicas`, with no
+   wait when it is known to cover the required set, else after waiting for what it lacks; on
+   timeout ``on_timeout`` decides; no usable replica: the primary.
+
+How each level gets its required set
+------------------------------------
+* ``read_own_writes``: the GTIDs the primary reports for this session (MySQL ``OWN_GTID``,
+  MariaDB ``last_gtid``).  On MariaDB a position also covers every earlier transaction of the
+  same domain, so this is never weaker than on MySQL.
+* ``read_all_writes`` on MySQL: ``ALL_GTIDS``, the primary's whole ``gtid_executed`` after each
+  commit.  MariaDB has no such tracker: after a statement that committed (its OK carried a new
+  ``last_gtid``) the session is marked stale, and the next read that would go to a replica first
+  asks the driver for the primary's ``@@GLOBAL.gtid_binlog_pos`` (``FETCH_PRIMARY_STATE``).
+  Cost: one primary round trip per read that follows a commit; none for reads that follow reads,
+  none for sessions that only write.  The position fetched then is a superset of the one at
+  commit time, so the guarantee holds (the wait may be a little longer).
+* ``read_latest``: every read that would go to a replica first fetches the primary's executed
+  state (one primary round trip per read), merged into the required set.
+* ``eventual``: nothing is waited for, though the session's own GTIDs are still collected so that
+  its token stays meaningful if the level is raised later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+from consistent import errors
+from consistent.classify import Classification, RouteTarget, StatementKind
+from consistent.classify.session import replay_sql
+from consistent.errors import ConsistencyTimeout, OperationalError
+from consistent.gtid import GtidState
+from consistent.policy.config import Level, OnTimeout, PolicyConfig, Tracking
+from consistent.policy.decision import (
+    PRIMARY,
+    Action,
+    Decision,
+    Reason,
+    WaitOutcome,
+    new_decision,
+)
+from consistent.policy.knowledge import ReplicaKnowledge
+from consistent.policy.replay import SCHEMA_KEY, SessionStateLog, quote_schema
+from consistent.policy.selection import rank_replicas
+from consistent.policy.states import (
+    FlavorName,
+    covers,
+    empty_state,
+    format_token,
+    merge,
+    missing,
+)
+from consistent.policy.states import parse_token as _parse_token
+
+__all__ = ["READ_ONLY_BEGIN", "SessionPolicy", "Transaction"]
+
+logger = logging.getLogger(__name__)
+
+#: Sent on the server a read-only transaction lands on.  A deferred ``START TRANSACTION``'s
+#: other options do not matter: it is sent right before the first statement, which is when
+#: InnoDB takes the snapshot anyway.
+READ_ONLY_BEGIN = "START TRANSACTION READ ONLY"
+#: Ends a read-only transaction on its replica before a statement that leaves it.
+END_TRANSACTION = "COMMIT"
+# mysqld's ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION.
+_ER_READ_ONLY_TRANSACTION = 1792
+_SQLSTATE_READ_ONLY_TRANSACTION = "25006"
+# Handled by the autocommit mode itself rather than as a pin.
+_AUTOCOMMIT_PIN = "autocommit_off"
+# Session state a replica refused to replay.
+_SESSION_STATE_PIN = "session_state"
+
+_K = StatementKind
+_ENDS_TRANSACTION = frozenset({_K.COMMIT, _K.ROLLBACK})
+_SAVEPOINTS = frozenset({_K.SAVEPOINT, _K.RELEASE_SAVEPOINT, _K.ROLLBACK_TO_SAVEPOINT})
+# Kinds that must not run on a replica even inside a read-only transaction there.
+_LEAVES_REPLICA = frozenset({_K.DDL, _K.LOCK, _K.OTHER})
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """The session's explicit transaction."""
+
+    read_only: bool
+    #: The server the transaction runs on; ``None`` while a read-only ``BEGIN`` is deferred.
+    server: str | None
+
+    @property
+    def pending(self) -> bool:
+        """True while the transaction waits for its first statement to pick its server."""
+        return self.server is None
+
+
+class _Seed(NamedTuple):
+    """What a first decision is derived from (a :class:`Decision` serves the same purpose for
+    the later steps of a statement)."""
+
+    statement: Classification
+    level: Level
+    sql: str
+    tried: tuple[str, ...] = ()
+    wait_set: GtidState | None = None
+
+
+_SeedLike = _Seed | Decision
+
+
+def _hint_target(stmt: Classification) -> RouteTarget | None:
+    hint = stmt.hint
+    return hint.target if hint is not None else None
+
+
+class SessionPolicy:
+    """The routing state of one session: required set, transaction, pins, session state.
+
+    ``replicas`` are the names (``host:port``) of the session's replicas; ``knowledge`` is
+    shared by the sessions of a process; ``flavor`` is ``"mysql"`` or ``"mariadb"``;
+    ``autocommit`` is the connection's initial mode.
+    """
+
+    def __init__(
+        self,
+        *,
+        replicas: Sequence[str],
+        knowledge: ReplicaKnowledge,
+        flavor: FlavorName,
+        config: PolicyConfig | None = None,
+        autocommit: bool = True,
+    ) -> None:
+        if PRIMARY in replicas:
+            raise ValueError(f"{PRIMARY!r} cannot name a replica")
+        self._replicas = tuple(dict.fromkeys(replicas))
+        self._knowledge = knowledge
+        self._flavor: FlavorName = flavor
+        self._config = config if config is not None else PolicyConfig()
+        self._initial_autocommit = autocommit
+        self._autocommit = autocommit
+        self._required: GtidState = empty_state(flavor)
+        self._txn: Transaction | None = None
+        self._pins: dict[str, None] = {}
+        # MariaDB read_all_writes: the primary's position must be fetched before the next read.
+        self._all_stale = False
+        self._log = SessionStateLog()
+        self._last_target = PRIMARY
+
+    # ----------------------------------------------------------------- what the session is
+
+    @property
+    def replicas(self) -> tuple[str, ...]:
+        """The session's replica names."""
+        return self._replicas
+
+    @property
+    def knowledge(self) -> ReplicaKnowledge:
+        """The process-wide replica knowledge this session reads and feeds."""
+        return self._knowledge
+
+    @property
+    def flavor(self) -> FlavorName:
+        """``"mysql"`` or ``"mariadb"``."""
+        return self._flavor
+
+    @property
+    def config(self) -> PolicyConfig:
+        """The session's routing configuration (settable)."""
+        return self._config
+
+    @config.setter
+    def config(self, config: PolicyConfig) -> None:
+        raising = config.level is Level.READ_ALL_WRITES and self._config.level != config.level
+        self._config = config
+        if raising and self._flavor == "mariadb":
+            self._all_stale = True
+
+    @property
+    def level(self) -> Level:
+        """The session's consistency level; settable at any time."""
+        return self._config.level
+
+    @level.setter
+    def level(self, level: Level | str) -> None:
+        self.config = replace(self._config, level=Level.parse(level))
+
+    @property
+    def tracking(self) -> Tracking:
+        """The tracker the primary connection needs at the current level."""
+        return self._config.tracking
+
+    @property
+    def required(self) -> GtidState:
+        """What a read must see at read_own_writes / read_all_writes (may be empty)."""
+        return self._required
+
+    @property
+    def token(self) -> str:
+        """The required set as a consistency token (``""`` when nothing is required)."""
+        return format_token(self._required)
+
+    def require(self, token: str) -> None:
+        """Merge a token from another session (raises ``MalformedGtidSet``, 1772)."""
+        self._required = merge(self._required, _parse_token(token, self._flavor)) or self._required
+
+    @property
+    def autocommit(self) -> bool:
+        """The session's autocommit mode as last set."""
+        return self._autocommit
+
+    def set_autocommit(self, value: bool) -> None:
+        """The driver changed autocommit without SQL (``conn.autocommit(True)``).  Turning it
+        on commits an open transaction on the primary, as the server does."""
+        txn = self._txn
+        if value and txn is not None and txn.server == PRIMARY:
+            self._txn = None
+        self._autocommit = bool(value)
+
+    @property
+    def transaction(self) -> Transaction | None:
+        """The open explicit transaction, if any."""
+        return self._txn
+
+    @property
+    def in_transaction(self) -> bool:
+        """True inside an explicit transaction (deferred or started)."""
+        return self._txn is not None
+
+    @property
+    def pins(self) -> tuple[str, ...]:
+        """Why the session is pinned to the primary, in the order the reasons appeared."""
+        return tuple(self._pins)
+
+    @property
+    def pinned(self) -> str | None:
+        """The first pin reason, or ``None`` when the session may use replicas."""
+        return next(iter(self._pins), None)
+
+    def pin(self, reason: str) -> None:
+        """Pin the session to the primary (it holds state a replica cannot have)."""
+        if reason != _AUTOCOMMIT_PIN:
+            self._pins.setdefault(reason, None)
+
+    def unpin(self, reason: str) -> None:
+        """Release one pin reason (``UNLOCK TABLES`` releases ``lock_tables``)."""
+        self._pins.pop(reason, None)
+
+    # ----------------------------------------------------------------- session state replay
+
+    @property
+    def replay_seq(self) -> int:
+        """Number of the newest replayable session-state statement."""
+        return self._log.seq
+
+    def replay_since(self, seq: int) -> tuple[tuple[str, ...], int]:
+        """Statements a replica connection that applied everything up to ``seq`` must run to
+        carry the session's state (schema, character set, session variables), and the number
+        it reaches by running them."""
+        return self._log.since(seq)
+
+    def record_schema(self, schema: str) -> None:
+        """The session's default schema changed (``USE``, ``select_db()``)."""
+        self._log.record(SCHEMA_KEY, quote_schema(schema))
+
+    def record_variable(self, name: str, value_sql: str) -> None:
+        """A session setting changed (as ``Classification.session_variables`` reports it)."""
+        self._log.record(name, replay_sql(name, value_sql))
+
+    def reset(self) -> None:
+        """Forget the session (a connection reset, or a pooled connection handed to a new
+        user): required set, transaction, pins, session state.  The driver resets its replica
+        connections too."""
+        self._required = empty_state(self._flavor)
+        self._txn = None
+        self._pins.clear()
+        self._all_stale = False
+        self._log.clear()
+        self._autocommit = self._initial_autocommit
+        self._last_target = PRIMARY
+
+    # ----------------------------------------------------------------- routing
+
+    def route(self, stmt: Classification, sql: str = "") -> Decision:
+        """The first decision for a statement the session is about to send (``sql`` is its
+        text, kept on the decision for tracing)."""
+        hint = stmt.hint
+        level = self._config.level
+        if hint is not None and hint.level is not None:
+            level = Level.parse(hint.level)
+        seed = _Seed(stmt, level, sql)
+        txn = self._txn
+        if txn is not None and not txn.pending:
+            return self._route_in_transaction(seed, txn.server or PRIMARY)
+        kind = stmt.kind
+        if kind is _K.TRANSACTION_BEGIN:
+            return self._route_begin(seed)
+        if kind.is_transaction_control:
+            if txn is not None and kind in _ENDS_TRANSACTION and not stmt.chain:
+                # The deferred BEGIN never reached a server: there is nothing to end.
+                self._txn = None
+                return self._step(seed, Action.DEFER, PRIMARY, Reason.IN_TRANSACTION, "read_only")
+            if txn is None:
+                return self._step(seed, Action.EXECUTE, PRIMARY, Reason.IN_TRANSACTION)
+        if kind is _K.SESSION_STATE:
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.SESSION_STATE)
+        if stmt.follows_previous:
+            return self._step(seed, Action.EXECUTE, self._last_target, Reason.FOLLOWS_PREVIOUS)
+        target = _hint_target(stmt)
+        if target is RouteTarget.PRIMARY:
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.HINT, "primary")
+        if txn is not None:  # a deferred read-only BEGIN: this statement picks its server
+            return self._route_pending(seed)
+        if target is RouteTarget.REPLICA:
+            return self._route_read(seed, fetched=False)
+        if kind is not _K.READ or stmt.must_use_primary:
+            detail = stmt.primary_reason or kind.name.lower()
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.WRITE, detail)
+        if not self._autocommit:
+            return self._step(
+                seed, Action.EXECUTE, PRIMARY, Reason.IN_TRANSACTION, "autocommit_off"
+            )
+        if self._pins:
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.PINNED, self.pinned)
+        return self._route_read(seed, fetched=False)
+
+    def on_primary_state(self, decision: Decision, state: GtidState) -> Decision:
+        """The primary's executed state, fetched as ``decision`` asked: merged into the
+        required set, then routing continues."""
+        self._expect(decision, Action.FETCH_PRIMARY_STATE)
+        self._required = merge(self._required, state) or self._required
+        self._all_stale = False
+        return self._route_read(decision, fetched=True)
+
+    def on_wait(
+        self, decision: Decision, outcome: WaitOutcome, *, duration: float = 0.0
+    ) -> Decision:
+        """How the wait ``decision`` asked for ended; returns the next step."""
+        self._expect(decision, Action.WAIT)
+        replica = decision.target
+        wait_set = decision.wait_set
+        assert wait_set is not None
+        timeout = decision.wait_timeout or self._config.wait_timeout
+        knowledge = self._knowledge
+        if outcome is WaitOutcome.REACHED:
+            knowledge.record_wait(
+                replica, wait_set, reached=True, duration=duration, timeout=timeout
+            )
+            knowledge.record_success(replica)
+            return self._on_replica(decision, replica, Reason.WAITED, decision.known)
+        tried = replace(decision, tried=(*decision.tried, replica))
+        if outcome is WaitOutcome.FAILED:
+            knowledge.record_failure(replica)
+            return self._route_read(tried, fetched=True)
+        if outcome is WaitOutcome.ERROR:
+            return self._to_primary(tried, Reason.TIMEOUT_FALLBACK, "wait_error")
+        knowledge.record_wait(replica, wait_set, reached=False, duration=duration, timeout=timeout)
+        on_timeout = self._config.on_timeout
+        if on_timeout is OnTimeout.ERROR:
+            error = ConsistencyTimeout(
+                f"replica {replica} did not reach {wait_set} within {timeout:g}s "
+                "and on_timeout is 'error'"
+            )
+            return replace(
+                tried, action=Action.FAIL, reason=Reason.TIMEOUT_ERROR, detail=None, error=error
+            )
+        if on_timeout is OnTimeout.NEXT_REPLICA:
+            return self._route_read(tried, fetched=True, fallback=Reason.TIMEOUT_FALLBACK)
+        return self._to_primary(tried, Reason.TIMEOUT_FALLBACK)
+
+    def on_prelude_done(self, decision: Decision) -> None:
+        """The decision's prelude ran: a deferred read-only transaction has now started on its
+        server, or the replica transaction the prelude committed has ended."""
+        for target, sql in decision.prelude:
+            if sql is READ_ONLY_BEGIN:
+                self._txn = Transaction(read_only=True, server=target)
+            elif sql is END_TRANSACTION:
+                self._txn = None
+
+    def on_success(self, decision: Decision) -> None:
+        """The statement ``decision`` sent succeeded: apply its effects on the session."""
+        stmt = decision.statement
+        target = decision.target
+        self._last_target = target
+        if target != PRIMARY:
+            self._knowledge.record_success(target)
+        for part in stmt.parts or (stmt,):
+            self._apply(part, target)
+
+    def on_error(self, decision: Decision, *, connection_lost: bool) -> Decision | None:
+        """The statement ``decision`` sent failed.  Returns a decision to retry with (a read
+        outside a transaction whose replica died), or ``None``: raise the error.  A statement
+        sent to the primary is never retried."""
+        stmt = decision.statement
+        target = decision.target
+        self._last_target = target
+        txn = self._txn
+        if stmt.implicit_commit and txn is not None and txn.server == target:
+            self._txn = None  # the implicit commit happened before the statement failed
+        if not connection_lost:
+            return None
+        if target == PRIMARY:
+            if self._txn is not None and self._txn.server == PRIMARY:
+                self._txn = None  # the server rolled it back with the connection
+            return None
+        self._knowledge.record_failure(target)
+        txn = self._txn
+        if txn is not None and txn.server == target:
+            self._txn = None
+            return None
+        retryable = stmt.replica_safe or _hint_target(stmt) is RouteTarget.REPLICA
+        if decision.action is not Action.EXECUTE or not retryable:
+            return None
+        logger.debug("replica %s failed; retrying the read elsewhere", target)
+        return self._route_read(replace(decision, tried=(*decision.tried, target)), fetched=True)
+
+    def on_replay_failed(self, decision: Decision) -> Decision:
+        """The session's state could not be replayed on ``decision.target`` (a setting the
+        replica refuses): the state cannot follow, so the session is pinned and the statement
+        goes to the primary."""
+        self.pin(_SESSION_STATE_PIN)
+        return self._to_primary(decision, Reason.PINNED, _SESSION_STATE_PIN)
+
+    def observe_gtids(self, target: str, state: GtidState) -> None:
+        """GTID information from an OK packet on ``target``'s connection: the session's own
+        (or, at ALL, the primary's whole) set on the primary; a replica's executed state on a
+        replica."""
+        if not state:
+            return
+        if target == PRIMARY:
+            self._required = merge(self._required, state) or self._required
+            if self._flavor == "mariadb" and self._config.level is Level.READ_ALL_WRITES:
+                self._all_stale = True
+        else:
+            self._knowledge.record_executed(target, state)
+
+    def observe_status(self, target: str, *, in_transaction: bool) -> None:
+        """The server status of ``target``'s last OK packet.  A transaction the policy thinks
+        open on that server but that the server ended (an implicit commit) is closed."""
+        txn = self._txn
+        if not in_transaction and txn is not None and txn.server == target:
+            self._txn = None
+
+    # ----------------------------------------------------------------- effects
+
+    def _apply(self, stmt: Classification, target: str) -> None:
+        kind = stmt.kind
+        txn = self._txn
+        if kind is _K.TRANSACTION_BEGIN:
+            self._txn = Transaction(read_only=stmt.read_only, server=target)
+        elif kind in _ENDS_TRANSACTION:
+            if not stmt.chain:
+                self._txn = None
+        elif stmt.implicit_commit and txn is not None and txn.server == target:
+            self._txn = None
+        if stmt.sets_autocommit is not None:
+            self.set_autocommit(stmt.sets_autocommit)
+        if stmt.schema is not None:
+            self.record_schema(stmt.schema)
+        for name, value_sql in stmt.session_variables:
+            self.record_variable(name, value_sql)
+        if stmt.pins_session is not None:
+            self.pin(stmt.pins_session)
+        if stmt.unpins_session is not None:
+            self.unpin(stmt.unpins_session)
+
+    # ----------------------------------------------------------------- decisions
+
+    def _step(
+        self,
+        seed: _SeedLike,
+        action: Action,
+        target: str,
+        reason: Reason,
+        detail: str | None = None,
+        *,
+        known: GtidState | None = None,
+        wait_set: GtidState | None = None,
+        wait_timeout: float | None = None,
+        prelude: tuple[tuple[str, str], ...] = (),
+        error: errors.Error | None = None,
+    ) -> Decision:
+        """A decision for ``seed``'s statement with the current required set."""
+        return new_decision(
+            action,
+            target,
+            reason,
+            seed.statement,
+            seed.level,
+            seed.sql,
+            detail,
+            self._required,
+            known,
+            wait_set,
+            wait_timeout,
+            seed.tried,
+            prelude,
+            error,
+        )
+
+    def _to_primary(self, seed: _SeedLike, reason: Reason, detail: str | None = None) -> Decision:
+        prelude: tuple[tuple[str, str], ...] = ()
+        if self._txn is not None and self._txn.pending:
+            prelude = ((PRIMARY, READ_ONLY_BEGIN),)
+        return self._step(seed, Action.EXECUTE, PRIMARY, reason, detail, prelude=prelude)
+
+    def _on_replica(
+        self, seed: _SeedLike, replica: str, reason: Reason, known: GtidState | None
+    ) -> Decision:
+        """Run ``seed``'s statement on ``replica`` (a deferred read-only transaction starts
+        there).  After a wait, the decision keeps the wait set for tracing."""
+        self._knowledge.record_pick(replica)
+        prelude: tuple[tuple[str, str], ...] = ()
+        if self._txn is not None and self._txn.pending:
+            prelude = ((replica, READ_ONLY_BEGIN),)
+        hint = seed.statement.hint
+        return self._step(
+            seed,
+            Action.EXECUTE,
+            replica,
+            reason,
+            "hint" if hint is not None and hint.target is RouteTarget.REPLICA else None,
+            known=known,
+            wait_set=seed.wait_set if reason is Reason.WAITED else None,
+            prelude=prelude,
+        )
+
+    def _route_begin(self, seed: _SeedLike) -> Decision:
+        stmt = seed.statement
+        to_primary = (
+            not stmt.read_only
+            or not self._replicas
+            or bool(self._pins)
+            or _hint_target(stmt) is RouteTarget.PRIMARY
+        )
+        if to_primary:
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.IN_TRANSACTION)
+        self._txn = Transaction(read_only=True, server=None)
+        return self._step(seed, Action.DEFER, PRIMARY, Reason.IN_TRANSACTION, "read_only")
+
+    def _route_pending(self, seed: _SeedLike) -> Decision:
+        stmt = seed.statement
+        kind = stmt.kind
+        if kind is _K.WRITE:
+            return self._read_only_violation(seed, PRIMARY)
+        if stmt.implicit_commit or kind in _LEAVES_REPLICA:
+            self._txn = None  # the implicit commit ends the transaction before it began
+            detail = stmt.primary_reason or kind.name.lower()
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.WRITE, detail)
+        return self._route_read(seed, fetched=False)
+
+    def _route_in_transaction(self, seed: _SeedLike, server: str) -> Decision:
+        if server == PRIMARY:
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.IN_TRANSACTION)
+        stmt = seed.statement
+        kind = stmt.kind
+        if kind is _K.SESSION_STATE:
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.SESSION_STATE)
+        if kind is _K.WRITE:
+            return self._read_only_violation(seed, server)
+        if kind is _K.TRANSACTION_BEGIN and stmt.read_only:
+            pass  # commits the read-only transaction and starts another on the same replica
+        elif stmt.implicit_commit or kind in _LEAVES_REPLICA:
+            # It ends the replica's read-only transaction and must not run on a replica:
+            # commit there, then go to the primary.
+            if kind is _K.TRANSACTION_BEGIN:
+                reason, detail = Reason.IN_TRANSACTION, None
+            else:
+                reason, detail = Reason.WRITE, stmt.primary_reason or kind.name.lower()
+            return self._step(
+                seed, Action.EXECUTE, PRIMARY, reason, detail, prelude=((server, END_TRANSACTION),)
+            )
+        known = self._knowledge.view(server).executed
+        return self._step(seed, Action.EXECUTE, server, Reason.IN_TRANSACTION, known=known)
+
+    def _read_only_violation(self, seed: _SeedLike, server: str) -> Decision:
+        error = OperationalError(
+            _ER_READ_ONLY_TRANSACTION,
+            "Cannot execute statement in a READ ONLY transaction.",
+            sqlstate=_SQLSTATE_READ_ONLY_TRANSACTION,
+        )
+        return self._step(
+            seed, Action.FAIL, server, Reason.IN_TRANSACTION, "read_only", error=error
+        )
+
+    def _route_read(
+        self, seed: _SeedLike, *, fetched: bool, fallback: Reason | None = None
+    ) -> Decision:
+        """Route a statement that may go to a replica, skipping ``seed.tried``.  ``fetched``
+        is true once the primary's state was fetched for it; ``fallback`` is the reason given
+        to the primary when no replica is left (default: no healthy replica)."""
+        if not self._replicas:
+            return self._to_primary(seed, Reason.NO_REPLICAS)
+        level = seed.level
+        eventual = level is Level.EVENTUAL
+        max_lag = None
+        if eventual:
+            hint = seed.statement.hint
+            max_lag = hint.max_lag if hint is not None and hint.max_lag is not None else None
+            if max_lag is None:
+                max_lag = self._config.max_lag
+        required = None if eventual else self._required
+        candidates = rank_replicas(
+            self._knowledge, self._replicas, required=required, exclude=seed.tried, max_lag=max_lag
+        )
+        if not candidates:
+            if fallback is not None:
+                return self._to_primary(seed, fallback)
+            return self._to_primary(
+                seed, Reason.NO_HEALTHY_REPLICA, "max_lag" if max_lag is not None else None
+            )
+        best = candidates[0]
+        if eventual:
+            return self._on_replica(seed, best.name, Reason.EVENTUAL, best.executed)
+        if not fetched and (
+            level is Level.READ_LATEST or (level is Level.READ_ALL_WRITES and self._all_stale)
+        ):
+            return self._step(seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, level.value)
+        required = self._required
+        if not required:
+            return self._on_replica(seed, best.name, Reason.NOTHING_REQUIRED, best.executed)
+        if covers(best.executed, required):
+            return self._on_replica(seed, best.name, Reason.KNOWN_COVERED, best.executed)
+        lacking = missing(required, best.executed)
+        return self._step(
+            seed,
+            Action.WAIT,
+            best.name,
+            Reason.WAITED,
+            known=best.executed,
+            wait_set=lacking,
+            wait_timeout=self._config.wait_timeout,
+        )
+
+    @staticmethod
+    def _expect(decision: Decision, action: Action) -> None:
+        if decision.action is not action:
+            raise ValueError(f"expected a {action.value} decision, got {decision.action.value}")

@@ -1,0 +1,165 @@
+"""Flavour-agnostic operations on a session's required set and a replica's executed state.
+
+MySQL speaks of GTID sets (``uuid:1-5``), MariaDB of positions (one ``domain-server-seq`` per
+domain); the policy only needs four things from either: merge two states, ask whether one covers
+another, compute what is still missing, and estimate how far apart two states are.
+
+Tokens
+------
+A consistency token is the required set as text, tagged with its flavour so a MySQL token is not
+fed to a MariaDB session by accident::
+
+    mysql:3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5,4b2a…:1-3
+    mariadb:0-1-1042,1-2-17
+
+The tag is optional when reading (the two syntaxes are disjoint, so the flavour follows from the
+text), always written when the set is non-empty, and the empty token ``""`` requires nothing on
+either flavour.  A token of the wrong flavour, or text that is neither, raises
+:class:`~consistent.errors.MalformedGtidSet` (errno 1772), the error mysqld gives for a bad set.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from consistent.errors import InterfaceError, MalformedGtidSet
+from consistent.gtid import GtidSet, GtidState, MariaPosition
+
+__all__ = [
+    "FlavorName",
+    "covers",
+    "distance",
+    "empty_state",
+    "flavor_of",
+    "format_token",
+    "merge",
+    "missing",
+    "parse_state",
+    "parse_token",
+]
+
+FlavorName = Literal["mysql", "mariadb"]
+
+_PREFIXES: dict[str, FlavorName] = {"mysql:": "mysql", "mariadb:": "mariadb"}
+# Immutable empty states, returned when nothing is missing.
+_NO_GTIDS = GtidSet()
+_NO_POSITION = MariaPosition()
+
+
+def flavor_of(state: GtidState) -> FlavorName:
+    """``"mysql"`` for a :class:`GtidSet`, ``"mariadb"`` for a :class:`MariaPosition`."""
+    return "mysql" if isinstance(state, GtidSet) else "mariadb"
+
+
+def empty_state(flavor: FlavorName) -> GtidState:
+    """The state that requires nothing, in ``flavor``'s type."""
+    return GtidSet() if flavor == "mysql" else MariaPosition()
+
+
+def parse_state(text: str, flavor: FlavorName) -> GtidState:
+    """Parse server text (``gtid_executed``, ``gtid_binlog_pos``…) in ``flavor``'s syntax."""
+    if flavor == "mysql":
+        return GtidSet.parse(text)
+    return MariaPosition.parse(text.strip())
+
+
+def _same_flavor(a: GtidState, b: GtidState) -> None:
+    if type(a) is not type(b):
+        raise InterfaceError(
+            f"cannot combine a {flavor_of(a)} state with a {flavor_of(b)} state ({a!s} / {b!s})"
+        )
+
+
+def merge(a: GtidState | None, b: GtidState | None) -> GtidState | None:
+    """Union of two states (per-domain maximum on MariaDB); ``None`` means "nothing known"."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    _same_flavor(a, b)
+    if isinstance(a, GtidSet):
+        assert isinstance(b, GtidSet)
+        return a | b
+    assert isinstance(b, MariaPosition)
+    return a.merge(b)
+
+
+def covers(known: GtidState | None, required: GtidState) -> bool:
+    """True when a server known to have executed ``known`` has certainly executed ``required``."""
+    if not required:
+        return True
+    if known is None:
+        return False
+    _same_flavor(known, required)
+    if isinstance(required, GtidSet):
+        assert isinstance(known, GtidSet)
+        return required <= known
+    assert isinstance(known, MariaPosition)
+    return known.covers(required)
+
+
+def missing(required: GtidState, known: GtidState | None) -> GtidState:
+    """The part of ``required`` a server known to have ``known`` may still lack: a set
+    difference on MySQL, the domains whose seq_no is not reached yet on MariaDB.  Waiting for
+    the result and then for nothing else is enough to cover ``required``."""
+    if known is None or not required:
+        return required
+    _same_flavor(required, known)
+    if isinstance(required, GtidSet):
+        assert isinstance(known, GtidSet)
+        return _NO_GTIDS if required <= known else required - known
+    assert isinstance(known, MariaPosition)
+    behind = []
+    for gtid in required.gtids():
+        have = known.get(gtid.domain)
+        if have is None or have.seq_no < gtid.seq_no:
+            behind.append(gtid)
+    if not behind:
+        return _NO_POSITION
+    return required if len(behind) == len(required) else MariaPosition(behind)
+
+
+def distance(required: GtidState, known: GtidState | None) -> int:
+    """How many transactions of ``required`` a server at ``known`` may still have to apply
+    (0 when covered).  Used only to rank replicas, so an estimate is enough on MariaDB."""
+    if covers(known, required):
+        return 0
+    lacking = missing(required, known)
+    if isinstance(lacking, GtidSet):
+        return len(lacking)
+    total = 0
+    for gtid in lacking.gtids():
+        have = known.get(gtid.domain) if isinstance(known, MariaPosition) else None
+        total += gtid.seq_no - (have.seq_no if have is not None else 0)
+    return total
+
+
+def format_token(state: GtidState | None) -> str:
+    """The token for ``state``: ``""`` when nothing is required, else ``flavour:text``."""
+    if not state:
+        return ""
+    if isinstance(state, GtidSet):
+        return "mysql:" + state.to_text(",")
+    return "mariadb:" + str(state)
+
+
+def parse_token(token: str, flavor: FlavorName) -> GtidState:
+    """Parse a token for a session of ``flavor``.
+
+    Raises :class:`MalformedGtidSet` (1772) for text that is not a token of that flavour.
+    """
+    if not isinstance(token, str):
+        raise MalformedGtidSet(repr(token))
+    text = token.strip()
+    lowered = text[:8].lower()
+    tagged: FlavorName | None = None
+    for prefix, name in _PREFIXES.items():
+        if lowered.startswith(prefix):
+            tagged = name
+            text = text[len(prefix) :].strip()
+            break
+    if tagged is not None and tagged != flavor:
+        raise MalformedGtidSet(token)
+    if not text:
+        return empty_state(flavor)
+    return parse_state(text, flavor)

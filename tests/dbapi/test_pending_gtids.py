@@ -1,0 +1,48 @@
+"""GTID texts noted from OK packets and drained into the policy later."""
+
+from __future__ import annotations
+
+import pytest
+
+from consistent.dbapi.pending import MYSQL_BATCH, PendingGtids
+from consistent.errors import RemoteProtocolError
+from consistent.gtid import GtidSet, MariaPosition
+
+A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+
+
+def test_mysql_texts_are_all_kept_and_parsed_together() -> None:
+    pending = PendingGtids("mysql")
+    assert not pending
+    pending.add("primary", f"{A}:1")
+    pending.add("primary", f"{A}:3")
+    pending.add("r1:3306", f"{A}:1-9")
+    assert pending
+    assert dict(pending.drain()) == {
+        "primary": GtidSet.parse(f"{A}:1:3"),
+        "r1:3306": GtidSet.parse(f"{A}:1-9"),
+    }
+    assert not pending
+    assert list(pending.drain()) == []
+
+
+def test_mariadb_keeps_the_latest_gtid_per_domain() -> None:
+    pending = PendingGtids("mariadb")
+    for text in ("0-1-5", "0-1-6", "1-1-2", "0-1-7"):
+        pending.add("primary", text)
+    assert dict(pending.drain()) == {"primary": MariaPosition.parse("0-1-7,1-1-2")}
+
+
+def test_a_full_batch_asks_to_be_drained() -> None:
+    pending = PendingGtids("mysql")
+    asks = [pending.add("primary", f"{A}:{n}") for n in range(1, MYSQL_BATCH + 1)]
+    assert asks == [False] * (MYSQL_BATCH - 1) + [True]
+    [(_, state)] = pending.drain()
+    assert state == GtidSet.parse(f"{A}:1-{MYSQL_BATCH}")
+
+
+def test_text_that_does_not_parse_is_the_servers_fault() -> None:
+    pending = PendingGtids("mariadb")
+    pending.add("primary", "zz")
+    with pytest.raises(RemoteProtocolError, match="do not parse"):
+        list(pending.drain())
