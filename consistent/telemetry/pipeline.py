@@ -1,0 +1,445 @@
+"""The telemetry pipeline: a bounded queue, an exporter thread, one writer thread per exporter.
+
+::
+
+    statement thread           batch thread                     writer thread (one per exporter)
+    span.__exit__ ─append─▶ [queue ≤ max_queue_size] ─batch─▶ [≤ writer_queue_batches] ─▶ encode,
+                 (drop+count when full)      metrics        (drop+count when full)       write
+
+A statement never waits for the disk or the network: it appends to a bounded queue and, once
+per full batch, wakes the batch thread.  When the queue is full the span is dropped and counted
+(:attr:`Telemetry.dropped`), as the OpenTelemetry SDK's batch processor does.  The batch thread
+feeds the metrics and hands each batch to every exporter's writer thread, which turns the spans
+into OTLP JSON (the file) or records (SDK exporters) and sends them; a slow collector never
+holds up the file.  Exporter threads work in slices and offer the GIL between them, so a
+statement whose reply has arrived does not wait for a whole batch to be encoded.
+
+One :class:`Telemetry` serves a whole process (one trace file per process, DESIGN "Traces and
+analytics"): :func:`default_telemetry` builds it from the environment on first use and flushes
+it at exit.  Tests and applications that configure telemetry in code create their own and pass
+it along.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib
+import logging
+import os
+import queue
+import secrets
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+from opentelemetry.sdk.metrics.export import (
+    ConsoleMetricExporter,
+    MetricExporter,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import Resource as SdkResource
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+from consistent.telemetry.config import TelemetryConfig
+from consistent.telemetry.exporter import (
+    Finished,
+    JsonLinesFileExporter,
+    SdkSpanExporter,
+    SpanSink,
+)
+from consistent.telemetry.metrics import RoutingMetrics
+from consistent.telemetry.records import Resource, SpanRecord
+from consistent.telemetry.spanattrs import RouteParts
+from consistent.telemetry.spans import NOOP_TRACER, RecordingTracer, StatementTracer
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+
+__all__ = ["Telemetry", "default_telemetry"]
+
+logger = logging.getLogger(__name__)
+
+# Spans handled per slice before a telemetry thread offers the GIL back to statement threads.
+_SLICE: Final = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _Flush:
+    done: threading.Event
+
+
+_STOP: Final = object()
+
+
+class _Writer:
+    """One exporter and its writer thread, fed through a bounded queue of batches."""
+
+    def __init__(self, sink: SpanSink, max_batches: int, on_drop: Callable[[int], None]) -> None:
+        self.sink = sink
+        # Exporters that write finished spans without building records first (the file).
+        self._direct: Callable[[Sequence[Finished]], None] | None = getattr(
+            sink, "export_finished", None
+        )
+        self._max_batches = max_batches
+        self._on_drop = on_drop
+        self._queue: queue.Queue[object] = queue.Queue(max_batches)
+        self._thread = self._start()
+
+    def _start(self) -> threading.Thread:
+        name = f"consistent-telemetry-{type(self.sink).__name__}"
+        thread = threading.Thread(target=self._run, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def restart_after_fork(self) -> None:
+        self._queue = queue.Queue(self._max_batches)
+        self._thread = self._start()
+
+    def submit(self, spans: Sequence[Finished]) -> None:
+        try:
+            self._queue.put_nowait(spans)
+        except queue.Full:
+            self._on_drop(len(spans))
+
+    def _export(self, spans: Sequence[Finished]) -> None:
+        if self._direct is not None:
+            self._direct(spans)
+            return
+        records: list[SpanRecord] = []
+        for count, span in enumerate(spans, 1):
+            record = span.export()
+            if record is not None:
+                records.append(record)
+            if count % _SLICE == 0:
+                time.sleep(0)  # let a statement thread that wants the GIL have it
+        if records:
+            self.sink.export(records)
+
+    def flush(self, timeout: float) -> bool:
+        done = threading.Event()
+        try:
+            self._queue.put(_Flush(done), timeout=timeout)
+        except queue.Full:
+            return False
+        return done.wait(timeout)
+
+    def close(self, timeout: float) -> None:
+        try:
+            self._queue.put(_STOP, timeout=timeout)
+        except queue.Full:
+            logger.warning("telemetry writer %s did not drain in time", self._thread.name)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        sink = self.sink
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            try:
+                if isinstance(item, _Flush):
+                    sink.flush()
+                else:
+                    self._export(item)  # type: ignore[arg-type]
+            except Exception:
+                logger.warning("telemetry exporter %s failed", type(sink).__name__, exc_info=True)
+                if not isinstance(item, _Flush):
+                    self._on_drop(len(item))  # type: ignore[arg-type]
+            finally:
+                if isinstance(item, _Flush):
+                    item.done.set()
+        try:
+            sink.close()
+        except Exception:
+            logger.warning("closing telemetry exporter %s failed", type(sink).__name__)
+
+
+def _otlp_class(module: str, name: str) -> Any:
+    """An exporter class of the optional ``otlp`` extra, or ``None`` (logged) without it."""
+    try:
+        found = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module}")
+    except ImportError:
+        logger.error("OTLP export needs the 'otlp' extra: pip install 'consistent[otlp]'")
+        return None
+    return getattr(found, name)
+
+
+def new_session_id() -> str:
+    """A random 64-bit session id, as 16 hex digits."""
+    return secrets.token_hex(8)
+
+
+class Telemetry:
+    """The process's telemetry: exporters, metrics, the queue and the threads.
+
+    ``exporters`` replaces the ones the configuration names (tests pass a
+    :class:`~consistent.telemetry.exporter.MemoryExporter`); ``meter_provider`` replaces the
+    one it would build (an application's own, or a test's in-memory reader).
+    """
+
+    def __init__(
+        self,
+        config: TelemetryConfig | None = None,
+        *,
+        exporters: Sequence[SpanSink] | None = None,
+        meter_provider: MeterProvider | None = None,
+    ) -> None:
+        self.config = config if config is not None else TelemetryConfig()
+        enabled = self.config.enabled
+        self.resource = Resource.for_process(
+            self.config.service_name, self.config.resource_attributes
+        )
+        self._built_exporters = exporters is None
+        sinks: list[SpanSink] = []
+        if enabled:
+            sinks = list(exporters) if exporters is not None else self._build_exporters()
+        self._own_meter_provider: SdkMeterProvider | None = None
+        if enabled and meter_provider is None and self.config.metrics_on:
+            self._own_meter_provider = self._build_meter_provider()
+            meter_provider = self._own_meter_provider
+        self.metrics = RoutingMetrics(meter_provider) if enabled and meter_provider else None
+        self._sinks = sinks
+        self._routes = RouteParts()
+        self._dropped = 0
+        self._drop_lock = threading.Lock()
+        self._queue: deque[Finished] = deque()
+        self._max_queue = self.config.max_queue_size
+        self._batch = self.config.max_export_batch_size
+        self._wake = threading.Event()
+        self._flushes: deque[threading.Event] = deque()
+        self._stopping = False
+        self._closed = False
+        self.active = bool(sinks) or self.metrics is not None
+        self._writers: list[_Writer] = []
+        self._thread: threading.Thread | None = None
+        if self.active:
+            self._start()
+            ref = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: _after_fork(ref))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Telemetry:
+        """Telemetry as the ``OTEL_*`` / ``CONSISTENT_TRACE_*`` variables describe it."""
+        return cls(TelemetryConfig.from_env(environ))
+
+    # ------------------------------------------------------------------ construction
+
+    def _build_exporters(self) -> list[SpanSink]:
+        config = self.config
+        if not config.traces_on:
+            return []
+        sinks: list[SpanSink] = []
+        for name in config.traces_exporters:
+            if name == "file":
+                sinks.append(
+                    JsonLinesFileExporter(
+                        config.trace_path(),
+                        self.resource,
+                        rotate_bytes=config.rotate_bytes,
+                        keep=config.rotate_keep,
+                    )
+                )
+            elif name == "console":
+                sinks.append(SdkSpanExporter(ConsoleSpanExporter(), self.resource))
+            elif name == "otlp":
+                otlp_spans = _otlp_class("trace_exporter", "OTLPSpanExporter")
+                if otlp_spans is None:
+                    continue
+                exporter = otlp_spans(endpoint=config.otlp_endpoint, timeout=config.export_timeout)
+                sinks.append(SdkSpanExporter(exporter, self.resource))
+        return sinks
+
+    def _build_meter_provider(self) -> SdkMeterProvider | None:
+        readers = []
+        interval = self.config.metric_export_interval * 1000
+        for name in self.config.metrics_exporters:
+            exporter: MetricExporter
+            if name == "console":
+                exporter = ConsoleMetricExporter()
+            else:
+                otlp_metrics = _otlp_class("metric_exporter", "OTLPMetricExporter")
+                if otlp_metrics is None:
+                    continue
+                exporter = otlp_metrics()
+            readers.append(PeriodicExportingMetricReader(exporter, interval))
+        if not readers:
+            return None
+        return SdkMeterProvider(
+            metric_readers=readers, resource=SdkResource(dict(self.resource.attributes))
+        )
+
+    def _start(self) -> None:
+        self._writers = [
+            _Writer(sink, self.config.writer_queue_batches, self._drop) for sink in self._sinks
+        ]
+        self._thread = threading.Thread(target=self._run, name="consistent-telemetry", daemon=True)
+        self._thread.start()
+
+    def _after_fork_in_child(self) -> None:
+        self._queue = deque()
+        self._wake = threading.Event()
+        self._flushes = deque()
+        self._drop_lock = threading.Lock()
+        if self._closed:
+            return
+        self.resource = Resource.for_process(
+            self.config.service_name, self.config.resource_attributes
+        )
+        for writer in self._writers:
+            sink = writer.sink
+            if isinstance(sink, JsonLinesFileExporter):
+                path = self.config.trace_path() if self._built_exporters else sink.path
+                sink.after_fork(path, self.resource if self._built_exporters else None)
+            writer.restart_after_fork()
+        self._thread = threading.Thread(target=self._run, name="consistent-telemetry", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def traces_on(self) -> bool:
+        """Spans are exported somewhere."""
+        return bool(self._sinks)
+
+    @property
+    def exporters(self) -> tuple[SpanSink, ...]:
+        """The exporters records are written to."""
+        return tuple(self._sinks)
+
+    @property
+    def dropped(self) -> int:
+        """Spans dropped because a queue was full or an exporter failed."""
+        return self._dropped
+
+    def session(
+        self,
+        *,
+        system: str,
+        addresses: Mapping[str, tuple[str, int]] | None = None,
+        session_id: str | None = None,
+    ) -> StatementTracer:
+        """A tracer for one logical session on ``system`` (``mysql``/``mariadb``).
+        ``addresses`` maps target names (``"primary"``, replica names) to ``(host, port)``;
+        a replica named ``host:port`` needs no entry.  The no-op tracer when inactive."""
+        if not self.active or self._closed:
+            return NOOP_TRACER
+        return RecordingTracer(
+            config=self.config,
+            enqueue=self._enqueue,
+            session_id=session_id or new_session_id(),
+            system=system,
+            addresses=addresses or {},
+            keep_unsampled=self.metrics is not None,
+            routes=self._routes,
+        )
+
+    def emit(self, record: SpanRecord) -> None:
+        """Queue a ready record (a lag sample) into the same stream as the statements."""
+        if self.active and not self._closed:
+            self._enqueue(record)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Export everything queued so far and flush the exporters; False on timeout."""
+        if not self.active or self._closed or self._thread is None:
+            return True
+        done = threading.Event()
+        self._flushes.append(done)
+        self._wake.set()
+        return done.wait(timeout)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Export what is queued, close the exporters and stop the threads.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._thread is not None:
+            self._stopping = True
+            self._wake.set()
+            self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for writer in self._writers:
+            writer.close(max(0.1, deadline - time.monotonic()))
+        if self._own_meter_provider is not None:
+            self._own_meter_provider.shutdown()
+        if self._dropped:
+            logger.warning(
+                "telemetry dropped %d spans (queues full or exporter errors)", self._dropped
+            )
+
+    # ------------------------------------------------------------------ internals
+
+    def _drop(self, count: int) -> None:
+        with self._drop_lock:
+            self._dropped += count
+
+    def _enqueue(self, item: Any) -> None:
+        """The statement thread's only contact with the pipeline."""
+        pending = self._queue
+        if len(pending) >= self._max_queue:
+            self._drop(1)
+            return
+        pending.append(item)
+        if len(pending) == self._batch:
+            self._wake.set()
+
+    def _run(self) -> None:
+        delay = self.config.schedule_delay
+        while True:
+            self._wake.wait(delay)
+            self._wake.clear()
+            stopping = self._stopping
+            self._drain()
+            self._serve_flushes()
+            if stopping:
+                break
+
+    def _drain(self) -> None:
+        pending = self._queue
+        metrics = self.metrics
+        writers = self._writers
+        while pending:
+            batch = [pending.popleft() for _ in range(min(len(pending), self._batch))]
+            if metrics is not None:
+                for count, item in enumerate(batch):
+                    try:
+                        item.observe(metrics)
+                    except Exception:
+                        logger.warning("telemetry could not record metrics", exc_info=True)
+                    if count % _SLICE == _SLICE - 1:
+                        time.sleep(0)  # let a statement thread that wants the GIL have it
+            for writer in writers:
+                writer.submit(batch)
+
+    def _serve_flushes(self) -> None:
+        while self._flushes:
+            done = self._flushes.popleft()
+            for writer in self._writers:
+                writer.flush(self.config.export_timeout)
+            if self._own_meter_provider is not None:
+                self._own_meter_provider.force_flush()
+            done.set()
+
+
+def _after_fork(ref: weakref.ref[Telemetry]) -> None:
+    telemetry = ref()
+    if telemetry is not None and telemetry.active:
+        telemetry._after_fork_in_child()
+
+
+@functools.cache
+def default_telemetry() -> Telemetry:
+    """The process's telemetry, built from the environment on first use and flushed at exit.
+
+    This is the one process-wide object of the package, on purpose: the design asks for one
+    trace file per process, which one exporter thread and one queue per process give.
+    """
+    telemetry = Telemetry.from_env()
+    if telemetry.active:
+        atexit.register(telemetry.shutdown, 5.0)
+    return telemetry
