@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from consistent.errors import InterfaceError
@@ -48,6 +48,17 @@ _FALSE: Final = frozenset({"0", "false", "no", "off"})
 DEFAULT_REPLICA_CONNECT_TIMEOUT: Final = 2.0
 
 
+@runtime_checkable
+class HasAddress(Protocol):
+    """Anything that names a server by ``host`` and ``port``."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ServerSpec:
     """One server: its address and the PyMySQL options that differ from the shared ones."""
@@ -63,10 +74,13 @@ class ServerSpec:
         return f"{host}:{self.port}"
 
     @classmethod
-    def parse(cls, value: str | Mapping[str, Any] | ServerSpec) -> ServerSpec:
-        """A server from ``"host[:port]"``, ``"[v6]:port"``, a dict, or a spec."""
+    def parse(cls, value: str | Mapping[str, Any] | ServerSpec | HasAddress) -> ServerSpec:
+        """A server from ``"host[:port]"``, ``"[v6]:port"``, a dict, a spec, or any object with
+        ``host`` and ``port`` attributes (the endpoints of the emulator and test topologies)."""
         if isinstance(value, ServerSpec):
             return value
+        if isinstance(value, HasAddress):
+            return cls(value.host, _port(value.port, value))
         if isinstance(value, Mapping):
             options = dict(value)
             host = options.pop("host", None)
