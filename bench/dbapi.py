@@ -7,7 +7,10 @@ Against each backend (a real MariaDB primary + 2 replicas started with
 
 (a) **overhead**: ``consistent.connect`` with no replicas against raw PyMySQL, on the same
     primary workload (point SELECTs and UPDATEs by primary key, autocommit).  Runs alternate and
-    the figure is the median of per-run ratios.  Target: at most 1.05x.
+    the figure is the median of per-run ratios.  Target: at most 1.05x.  The same workload
+    with tracing on (every statement's span written to an OTLP-JSON lines file, each batch's
+    time including its export) against tracing off: target at most 1.05x too
+    (``bench/tracing.py`` measures that one in more detail).
 (b) **read cost of the guarantee**: a ``read_own_writes`` read on a replica known to be caught
     up, against an ``eventual`` read (same statement, same replicas), in alternating paired
     batches.  Target: at most 1.10x; the ``read_own_writes`` reads must need no wait (no extra
@@ -24,20 +27,24 @@ import argparse
 import contextlib
 import importlib
 import json
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pymysql
 
 import consistent.dbapi as db
 from consistent.policy import PRIMARY, ReplicaKnowledge
+from consistent.telemetry import Telemetry, TelemetryConfig
 
 
 @dataclass
@@ -87,30 +94,55 @@ def _primary_workload(conn: Any, table: str, statements: int) -> float:
 
 def bench_overhead(topo: Topology, table: str, scale: int) -> dict[str, float]:
     raw = topo.raw()
-    ours = topo.consistent(replicas=False)
+    # Explicit telemetry: the environment must not change what is measured.
+    disabled = Telemetry(TelemetryConfig(enabled=False))
+    trace_dir = Path(tempfile.mkdtemp(prefix="consistent-bench-dbapi-"))
+    tracing = Telemetry(
+        TelemetryConfig(traces_exporters=("file",), trace_dir=trace_dir, service_name="bench")
+    )
+    conns: dict[str, Any] = {
+        "raw": raw,
+        "ours": topo.consistent(replicas=False, telemetry=disabled),
+        "traced": topo.consistent(replicas=False, telemetry=tracing),
+    }
     batch = 100
     rounds = max(4, int(40 * scale * topo.share))
-    _primary_workload(raw, table, batch)  # warm both connections and the server
-    _primary_workload(ours, table, batch)
+    for conn in conns.values():  # warm the connections, the server and the trace file
+        _primary_workload(conn, table, batch)
+    tracing.flush()
+    names = list(conns)
     ratios: list[float] = []
-    wall = {"raw": [], "ours": []}  # type: dict[str, list[float]]
-    cpu = {"raw": [], "ours": []}  # type: dict[str, list[float]]
-    for run in range(rounds):  # short alternating batches: both see the same machine load
-        pair = (("raw", raw), ("ours", ours)) if run % 2 == 0 else (("ours", ours), ("raw", raw))
-        for name, conn in pair:
+    traced_ratios: list[float] = []
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for run in range(rounds):  # short batches in rotating order: all see the same load
+        for name in names[run % 3 :] + names[: run % 3]:
             started = time.process_time()
-            wall[name].append(_primary_workload(conn, table, batch))
+            seconds = _primary_workload(conns[name], table, batch)
+            if name == "traced":
+                flush_started = time.perf_counter()
+                tracing.flush()  # the batch's spans exported: charged to the batch
+                seconds += time.perf_counter() - flush_started
+            wall[name].append(seconds)
             cpu[name].append(time.process_time() - started)
         ratios.append(wall["ours"][-1] / wall["raw"][-1])
-    raw.close()
-    ours.close()
+        traced_ratios.append(wall["traced"][-1] / wall["ours"][-1])
+    for conn in conns.values():
+        conn.close()
+    tracing.shutdown()
+    disabled.shutdown()
+    shutil.rmtree(trace_dir)
     return {
         "statements": batch * rounds,
         "raw_us": statistics.median(wall["raw"]) / batch * 1e6,
         "ours_us": statistics.median(wall["ours"]) / batch * 1e6,
+        "traced_us": statistics.median(wall["traced"]) / batch * 1e6,
         "ratio": statistics.median(ratios),
+        "traced_ratio": statistics.median(traced_ratios),
         "raw_cpu_us": statistics.median(cpu["raw"]) / batch * 1e6,
         "ours_cpu_us": statistics.median(cpu["ours"]) / batch * 1e6,
+        "traced_cpu_us": statistics.median(cpu["traced"]) / batch * 1e6,
+        "dropped": tracing.dropped,
     }
 
 
@@ -380,6 +412,12 @@ def run(topo: Topology, scale: int) -> None:
         f"raw {a['raw_us']:.0f} us/stmt, consistent {a['ours_us']:.0f} us/stmt, "
         f"ratio {a['ratio']:.3f}x (median of paired batches; target <= 1.05x); "
         f"client CPU {a['raw_cpu_us']:.1f} vs {a['ours_cpu_us']:.1f} us/stmt"
+    )
+    print(
+        f"(a) tracing on vs off, same workload and batches: traced {a['traced_us']:.0f} us/stmt, "
+        f"ratio {a['traced_ratio']:.3f}x (median of batches; target <= 1.05x); client CPU "
+        f"{a['traced_cpu_us']:.1f} us/stmt (exporter threads included); "
+        f"{a['dropped']:.0f} spans dropped"
     )
     if topo.pause is None:
         print("(c) not run: this backend cannot lag a replica")

@@ -55,6 +55,7 @@ from consistent.errors import (
     Warning,
 )
 from consistent.policy import Level, OnTimeout, ReplicaKnowledge
+from consistent.telemetry import Telemetry
 
 __all__ = [
     "BINARY",
@@ -107,6 +108,7 @@ def connect(
     *,
     knowledge: ReplicaKnowledge | None = None,
     cursorclass: type[Any] | None = None,
+    telemetry: Telemetry | None = None,
     **kwargs: Any,
 ) -> Connection:
     """Open a logical connection.
@@ -116,9 +118,15 @@ def connect(
     ``connect("mysql://user:pw@host:3306/db?replica=h2:3306&level=read_latest", **overrides)``
     (see :mod:`consistent.dbapi.config`).  ``knowledge`` isolates this connection's view of the
     replicas from the process-wide one; ``cursorclass`` is the default cursor class.
+
+    ``telemetry`` receives one span per routed statement; ``None`` uses the process's
+    :func:`~consistent.telemetry.default_telemetry`, configured by the ``OTEL_*`` /
+    ``CONSISTENT_TRACE_*`` environment variables (off unless one asks for an exporter).  A URL
+    has no telemetry option: a pipeline is an object shared by connections, not a setting of
+    one, so pass ``telemetry=`` next to the URL.
     """
     params: dict[str, Any] = parse_url(dsn) if dsn is not None else {}
     params.update(kwargs)
     config = build_config(**params)
     cls = cursor_class(cursorclass) if cursorclass is not None else None
-    return Connection(config, knowledge=knowledge, cursorclass=cls)
+    return Connection(config, knowledge=knowledge, cursorclass=cls, telemetry=telemetry)

@@ -11,6 +11,12 @@ transaction, is reported to the policy, which marks it unhealthy and names anoth
 caller sees nothing.  A statement sent to the primary is never retried.  Losing the primary
 breaks the logical connection: that call and every later one raise ``OperationalError`` saying
 so, with the original client errno (2006/2013…) so that pools recognise a disconnect.
+
+Telemetry: every routed statement (cursor statements, ``commit()``, ``rollback()``,
+``begin()``) is one span of the session's :class:`~consistent.telemetry.StatementTracer`.  The
+span gets every decision the policy gives, each wait with its outcome and duration, and the
+GTIDs the primary reports for the statement.  With tracing off the tracer is the shared no-op
+one and the span is :data:`~consistent.telemetry.NOOP_SPAN`: nothing is allocated.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from consistent.dbapi._pymysql import TrackingConnection
 from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.cursor import Cursor, SSCursor, cursor_class
 from consistent.dbapi.links import ServerLink
-from consistent.dbapi.pending import PendingGtids
+from consistent.dbapi.pending import PendingGtids, parse_tracked
+from consistent.gtid import GtidState
 from consistent.policy import (
     END_TRANSACTION,
     PRIMARY,
@@ -38,8 +45,17 @@ from consistent.policy import (
     Level,
     ReplicaKnowledge,
     SessionPolicy,
+    Tracking,
     WaitOutcome,
     process_knowledge,
+)
+from consistent.telemetry import (
+    NOOP_SPAN,
+    NOOP_TRACER,
+    StatementSpan,
+    StatementTracer,
+    Telemetry,
+    default_telemetry,
 )
 
 __all__ = ["Connection"]
@@ -95,7 +111,9 @@ class Connection:
     Create it with :func:`consistent.dbapi.connect`.  Beyond PEP 249: ``token`` /
     ``require()`` carry causality between sessions, ``level`` changes the consistency level,
     ``begin(read_only=True)`` starts a read-only transaction that may run on a replica, and
-    ``last_decision`` tells where the last statement went and why.
+    ``last_decision`` tells where the last statement went and why.  Spans go to
+    ``telemetry`` (the process's :func:`~consistent.telemetry.default_telemetry` when
+    ``None``).
     """
 
     Warning = errors.Warning
@@ -115,7 +133,12 @@ class Connection:
         *,
         knowledge: ReplicaKnowledge | None = None,
         cursorclass: type[Cursor] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        # The span of the statement running now.  Set first: the primary's OK packets reach
+        # _on_ok while connecting, before the policy (and the tracer) exist.
+        self._span: StatementSpan = NOOP_SPAN
+        self._tracer: StatementTracer = NOOP_TRACER
         self._config = config
         self._closed = False
         self._lost: str | None = None
@@ -151,6 +174,13 @@ class Connection:
         self._replicas: dict[str, ServerLink] = {
             spec.name: self._replica_link(spec) for spec in config.replicas
         }
+        self._tracer = (telemetry if telemetry is not None else default_telemetry()).session(
+            system=self._flavor.name,
+            addresses={
+                PRIMARY: (config.primary.host, config.primary.port),
+                **{spec.name: (spec.host, spec.port) for spec in config.replicas},
+            },
+        )
         self._escaper = raw.cursor()
         try:
             self._primary.set_tracking(self._flavor, self._policy.tracking)
@@ -185,6 +215,12 @@ class Connection:
             policy = self._policy
             for target, state in pending.drain():
                 policy.observe_gtids(target, state)
+
+    @property
+    def tracer(self) -> StatementTracer:
+        """The session's tracer; its ``session_id`` names this connection in the traces
+        (``""`` when tracing is off)."""
+        return self._tracer
 
     @property
     def flavor(self) -> str:
@@ -384,8 +420,34 @@ class Connection:
         except errors.RemoteProtocolError:
             logger.warning("undecodable session-state data from %s: %r", name, tail)
             return
-        if text is not None and pending.add(name, text):
+        if text is None:
+            return
+        span = self._span
+        if span is not NOOP_SPAN and name == PRIMARY and span.recording and self._own_gtids():
+            state = self._parse_gtids(text)
+            if state is not None:
+                span.produced(state)
+                if self._replicas:
+                    # The next routing decision would parse the text again: give the policy
+                    # this state now.  Without replicas the text waits unparsed as usual
+                    # (only ``token`` ever needs it), which costs less than merging now.
+                    self._policy.observe_gtids(PRIMARY, state)
+                    return
+        if pending.add(name, text):
             self._drain()
+
+    def _own_gtids(self) -> bool:
+        """The primary's OK packets carry the statement's own GTIDs: MariaDB's ``last_gtid``
+        always, MySQL's tracker only at ``OWN_GTID`` (``ALL_GTIDS`` reports the whole
+        executed set, which no statement produced alone)."""
+        return self._flavor.name == "mariadb" or self._primary.tracking is Tracking.OWN
+
+    def _parse_gtids(self, text: str) -> GtidState | None:
+        """``text`` parsed; ``None`` when it does not parse (the policy's drain reports it)."""
+        try:
+            return parse_tracked(text, self._flavor.name)
+        except errors.MalformedGtidSet:
+            return None
 
     def _link(self, target: str) -> ServerLink:
         return self._primary if target == PRIMARY else self._replicas[target]
@@ -444,7 +506,19 @@ class Connection:
     def _execute(
         self, sql: str, stmt: Classification, run: Callable[[TrackingConnection], T]
     ) -> T | None:
-        """Route ``stmt`` and run it; ``None`` when the policy deferred it (nothing sent)."""
+        """Route ``stmt`` and run it within its span; ``None`` when the policy deferred it
+        (nothing sent)."""
+        with self._tracer.statement(sql) as span:
+            self._span = span
+            try:
+                return self._route_and_run(sql, stmt, run)
+            finally:
+                self._span = NOOP_SPAN
+
+    def _route_and_run(
+        self, sql: str, stmt: Classification, run: Callable[[TrackingConnection], T]
+    ) -> T | None:
+        """:meth:`_execute` inside the span: route, do what the policy asks, run, report."""
         self._drain()
         policy = self._policy
         decision = policy.route(stmt, sql)
@@ -499,6 +573,7 @@ class Connection:
         """Do what the policy asks until it names where the statement goes."""
         policy = self._policy
         while True:
+            self._span.decision(decision)
             action = decision.action
             if action is Action.EXECUTE or action is Action.DEFER:
                 return decision
@@ -513,6 +588,7 @@ class Connection:
                 decision = policy.on_primary_state(decision, self._flavor.parse_executed(value))
             else:
                 outcome, duration = self._wait(decision)
+                self._span.wait(decision, outcome, duration)
                 decision = policy.on_wait(decision, outcome, duration=duration)
 
     def _wait(self, decision: Decision) -> tuple[WaitOutcome, float]:
@@ -550,13 +626,19 @@ class Connection:
         raw = self._direct
         if raw is None:
             self._check_open()
-            result = self._on_primary(run)
-            self._refresh_direct()
-            return result
-        try:
-            return run(raw)
-        except Exception as exc:
-            raise self._direct_failure(exc) from exc
+        with self._tracer.statement(sql) as span:
+            self._span = span
+            try:
+                if raw is None:
+                    result = self._on_primary(run)
+                    self._refresh_direct()
+                    return result
+                try:
+                    return run(raw)
+                except Exception as exc:
+                    raise self._direct_failure(exc) from exc
+            finally:
+                self._span = NOOP_SPAN
 
     def _refresh_direct(self) -> None:
         """Allow the direct path only while it is valid: no replicas, open, not lost, and the

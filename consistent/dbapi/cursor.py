@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from consistent import errors
 from consistent.classify import StatementKind, classify
 from consistent.dbapi import _pymysql
+from consistent.telemetry import NOOP_SPAN
 
 if TYPE_CHECKING:
     from consistent.dbapi.connection import Connection
@@ -125,10 +126,22 @@ class Cursor:
                 inner = self._inner_for(raw)
                 self._direct = (raw, inner)
             self._inner = inner
-            try:
-                return int(inner.execute(query, args))
-            except Exception as exc:
-                raise connection._direct_failure(exc) from exc
+            # The statement's span, as Connection._execute makes it (the OK observer reports
+            # the produced GTIDs to connection._span).  The template, not the bound SQL, is
+            # the span's text: the values are not formatted just for tracing.
+            tracer = connection._tracer
+            if isinstance(query, str):
+                text = query
+            else:  # rare; decoded only when someone records it
+                text = query.decode(errors="replace") if tracer.enabled else ""
+            with tracer.statement(text) as span:
+                connection._span = span
+                try:
+                    return int(inner.execute(query, args))
+                except Exception as exc:
+                    raise connection._direct_failure(exc) from exc
+                finally:
+                    connection._span = NOOP_SPAN
         sql = query.decode() if isinstance(query, bytes) else query
         if args is not None:
             sql = connection._mogrify(sql, args)

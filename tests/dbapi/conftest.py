@@ -118,9 +118,6 @@ def _emulator_backend(request: pytest.FixtureRequest) -> Backend:
     def admin(index: int | None) -> Any:
         return topology.connect(index)
 
-    def cannot(_index: int) -> None:
-        pytest.skip("the emulator topology cannot kill or restart a server")
-
     return Backend(
         name="emulator",
         primary=params.address,
@@ -129,8 +126,8 @@ def _emulator_backend(request: pytest.FixtureRequest) -> Backend:
         admin=admin,
         pause=topology.pause,
         resume=topology.resume,
-        kill=cannot,
-        restart=cannot,
+        kill=topology.kill,
+        restart=topology.restart,
         catch_up=topology.wait_for_all,
     )
 

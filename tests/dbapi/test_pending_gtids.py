@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from consistent.dbapi.pending import MYSQL_BATCH, PendingGtids
-from consistent.errors import RemoteProtocolError
+from consistent.dbapi.pending import MYSQL_BATCH, PendingGtids, parse_tracked
+from consistent.errors import MalformedGtidSet, RemoteProtocolError
 from consistent.gtid import GtidSet, MariaPosition
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -46,3 +48,34 @@ def test_text_that_does_not_parse_is_the_servers_fault() -> None:
     pending.add("primary", "zz")
     with pytest.raises(RemoteProtocolError, match="do not parse"):
         list(pending.drain())
+
+
+_MARIA_TEXT = st.one_of(
+    # well-formed single GTIDs, including numbers at and beyond the 32/64-bit limits
+    st.tuples(st.integers(0, 2**33), st.integers(0, 2**33), st.integers(0, 2**65)).map(
+        lambda t: f"{t[0]}-{t[1]}-{t[2]}"
+    ),
+    # near misses: signs, spaces, leading zeros, non-ASCII digits, extra parts
+    st.text(alphabet="0123456789-+ ,\t²٣x", max_size=14),
+)
+
+
+@given(_MARIA_TEXT)
+def test_the_short_mariadb_path_agrees_with_the_general_parser(text: str) -> None:
+    try:
+        expected: object = MariaPosition.parse(text.strip())
+    except MalformedGtidSet as exc:
+        expected = type(exc)
+    try:
+        got: object = parse_tracked(text, "mariadb")
+    except MalformedGtidSet as exc:
+        got = type(exc)
+    assert got == expected
+
+
+def test_the_short_mariadb_path_is_taken_for_plain_gtids() -> None:
+    assert parse_tracked("0-1-10", "mariadb") == MariaPosition.parse("0-1-10")
+    assert parse_tracked("007-1-10", "mariadb") == MariaPosition.parse("7-1-10")
+    with pytest.raises(MalformedGtidSet):
+        parse_tracked(f"{2**32}-1-10", "mariadb")
+    assert parse_tracked(f"{A}:1-3", "mysql") == GtidSet.parse(f"{A}:1-3")
