@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps lint format test test-fast bench clean
+.PHONY: all venv system-deps lint format test test-fast test-sqlalchemy bench clean
 
 all: test
 
@@ -37,6 +37,10 @@ test: venv system-deps lint
 # Pure tests only: no real servers.
 test-fast: venv
 	$(VENV)/bin/pytest -m "not mariadb" $(PYTEST_ARGS)
+
+# SQLAlchemy's dialect compliance suite on real MariaDB, mysql+consistent beside mysql+pymysql.
+test-sqlalchemy: venv system-deps
+	$(PY) tests/sqlalchemy_compliance/run.py
 
 bench: venv
 	$(PY) bench/gtid.py

@@ -255,6 +255,12 @@ class Connection:
         self._drain()
         self._policy.require(token)
 
+    def reset_token(self) -> None:
+        """Require nothing any more (the session state that follows the session is kept): a
+        pool hands this connection to another logical session, which brings its own token."""
+        self._drain()
+        self._policy.forget_required()
+
     @property
     def open(self) -> bool:
         """True until closed (or until the primary connection was lost)."""
@@ -424,13 +430,16 @@ class Connection:
             return
         span = self._span
         if span is not NOOP_SPAN and name == PRIMARY and span.recording and self._own_gtids():
-            state = self._parse_gtids(text)
-            if state is not None:
-                span.produced(state)
-                if self._replicas:
+            if not self._replicas:
+                # The span parses the text off this thread; the text also waits unparsed
+                # for the policy as usual (only ``token`` ever needs it without replicas).
+                span.produced(text)
+            else:
+                state = self._parse_gtids(text)
+                if state is not None:
+                    span.produced(state)
                     # The next routing decision would parse the text again: give the policy
-                    # this state now.  Without replicas the text waits unparsed as usual
-                    # (only ``token`` ever needs it), which costs less than merging now.
+                    # this state now.
                     self._policy.observe_gtids(PRIMARY, state)
                     return
         if pending.add(name, text):

@@ -239,6 +239,11 @@ class SessionPolicy:
         """Merge a token from another session (raises ``MalformedGtidSet``, 1772)."""
         self._required = merge(self._required, _parse_token(token, self._flavor)) or self._required
 
+    def forget_required(self) -> None:
+        """Require nothing any more, keeping every other piece of session state: for a pooled
+        connection handed to another logical session, which brings its own token."""
+        self._required = empty_state(self._flavor)
+
     @property
     def autocommit(self) -> bool:
         """The session's autocommit mode as last set."""

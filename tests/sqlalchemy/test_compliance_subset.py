@@ -1,0 +1,62 @@
+"""A part of SQLAlchemy's dialect compliance suite in the normal run: the classes where a
+DB-API that routes statements could differ from PyMySQL (connections, pings, errors,
+isolation and autocommit, cursors, lastrowid, rowcount, DML).  Both dialects run the same
+selection on the shared MariaDB topology; nothing may pass on ``mysql+pymysql`` and fail on
+``mysql+consistent``.  The whole suite is ``make test-sqlalchemy``
+(``tests/sqlalchemy_compliance/run.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+RUNNER = Path(__file__).resolve().parents[1] / "sqlalchemy_compliance" / "run.py"
+CLASSES = (
+    "PingTest",
+    "ExceptionTest",
+    "IsolationLevelTest",
+    "AutocommitIsolationTest",
+    "EscapingTest",
+    "DifficultParametersTest",
+    "LastrowidTest",
+    "InsertBehaviorTest",
+    "RowCountTest",
+    "RowFetchTest",
+    "ServerSideCursorsTest",
+    "SimpleUpdateDeleteTest",
+)
+
+
+def load_runner() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("consistent_sqla_compliance_run", RUNNER)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.mariadb
+def test_the_dialect_sensitive_classes_pass_as_on_mysql_pymysql(
+    mariadb_topology: Any, tmp_path: Path
+) -> None:
+    runner = load_runner()
+    comparison = runner.compare(
+        mariadb_topology,
+        reports=tmp_path,
+        pytest_args=["-k", " or ".join(CLASSES)],
+        quiet=True,
+    )
+    theirs = comparison.counts("mysql+pymysql")
+    ours = comparison.counts("mysql+consistent")
+    assert theirs[runner.PASSED] > 100  # the selection did run
+    assert comparison.regressions == []
+    assert comparison.differences == []
+    assert ours[runner.FAILED] == 0
