@@ -122,7 +122,8 @@ class TelemetryConfig:
     schedule_delay: float = 5.0
     #: Seconds an exporter may take per batch (``OTEL_BSP_EXPORT_TIMEOUT``, milliseconds).
     export_timeout: float = 30.0
-    #: Batches waiting for one exporter's writer thread; beyond it batches are dropped.
+    #: Batches waiting for one exporter's writer thread; beyond it batches are dropped (with
+    #: several exporters: a single one is written by the batch thread itself).
     writer_queue_batches: int = 16
     #: OTLP/HTTP traces endpoint; ``None`` lets the exporter read its own variables.
     otlp_endpoint: str | None = None

@@ -26,7 +26,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -38,7 +39,7 @@ from opentelemetry.trace import SpanKind as OtelKind
 from opentelemetry.trace.status import Status
 from opentelemetry.trace.status import StatusCode as OtelStatus
 
-from consistent.telemetry.records import Resource, SpanRecord
+from consistent.telemetry.records import IDS_WIDTH, Resource, SpanRecord, id_block
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from consistent.telemetry.metrics import RoutingMetrics
 
 __all__ = [
+    "Batch",
     "Finished",
     "JsonLinesFileExporter",
     "MemoryExporter",
@@ -57,24 +59,86 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Spans encoded between two offers of the GIL to the statement threads.
+#: Spans encoded between two looks at the clock.
 YIELD_EVERY: Final = 16
-#: How long each offer lasts (0: just release and re-take the GIL).
-YIELD_SECONDS: Final = 0.0
+#: Seconds of encoding after which the GIL is offered to the statement threads.  An offer is
+#: a system call, which on a busy machine can cost as much as encoding several spans: offered
+#: by time rather than by count, it bounds a statement's wait on any machine.
+YIELD_INTERVAL: Final = 0.0002
 
 
 class Finished(Protocol):
     """A finished span as the queue holds it: a statement span still in its raw form, or a
-    ready :class:`SpanRecord` (a lag sample)."""
+    ready :class:`SpanRecord` (a lag sample).  A raw span has no ids yet: it takes them from
+    its batch's :func:`~consistent.telemetry.records.id_block` at offset ``at``, so that every
+    exporter gets the same ids."""
 
-    def export(self) -> SpanRecord | None:
+    def export(self, ids: str, at: int) -> SpanRecord | None:
         """The span as a record; ``None`` when it is not to be exported (sampled out)."""
 
-    def span_json(self) -> str | None:
-        """The OTLP JSON ``Span`` object; ``None`` when it is not to be exported."""
+    def json_pieces(self, ids: str, at: int) -> tuple[str, ...]:
+        """The OTLP JSON ``Span`` object in pieces to concatenate, the last one a lone comma
+        (no piece when it is not to be exported): the writer joins a whole batch's pieces at
+        once, so that a span's kilobyte of constant attributes is copied once, not per
+        step."""
 
     def observe(self, metrics: RoutingMetrics) -> None:
         """Feed the metrics."""
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Finished spans handed to the exporters together, with the random ids of the raw ones
+    (:data:`~consistent.telemetry.records.IDS_WIDTH` hex digits per span, by position)."""
+
+    spans: Sequence[Finished]
+    ids: str
+
+    @classmethod
+    def of(cls, spans: Sequence[Finished]) -> Batch:
+        """A batch with fresh ids."""
+        return cls(spans, id_block(len(spans)))
+
+    def records(self) -> list[SpanRecord]:
+        """The spans as records (sampled-out ones left out)."""
+        ids = self.ids
+        records: list[SpanRecord] = []
+        for first, spans in _slices(self.spans):
+            for at, span in enumerate(spans):
+                record = span.export(ids, first + at * IDS_WIDTH)
+                if record is not None:
+                    records.append(record)
+        return records
+
+
+def _slices(spans: Sequence[Finished]) -> Iterator[tuple[int, Sequence[Finished]]]:
+    """The spans in slices of :data:`YIELD_EVERY`, each with the offset of its first span's
+    ids in the batch's id block.  The GIL is offered to the statement threads between slices
+    every :data:`YIELD_INTERVAL`, so that a statement whose reply arrives waits for a fraction
+    of a millisecond, not for the whole batch."""
+    clock = time.perf_counter
+    offered = clock()
+    for start in range(0, len(spans), YIELD_EVERY):
+        if start and clock() - offered >= YIELD_INTERVAL:
+            time.sleep(0)  # release the GIL and take it back
+            offered = clock()
+        yield start * IDS_WIDTH, spans[start : start + YIELD_EVERY]
+
+
+def _pieces(head: str, batch: Batch, tail: str) -> list[str]:
+    """One request of the batch's spans as pieces to join (just ``head`` when none is to be
+    exported)."""
+    ids = batch.ids
+    pieces = [head]
+    extend = pieces.extend
+    for first, spans in _slices(batch.spans):
+        at = first
+        for span in spans:
+            extend(span.json_pieces(ids, at))
+            at += IDS_WIDTH
+    if len(pieces) > 1:
+        pieces[-1] = tail  # instead of the comma after the last span
+    return pieces
 
 
 class SpanSink(Protocol):
@@ -93,10 +157,12 @@ class SpanSink(Protocol):
 # --- OTLP JSON -----------------------------------------------------------------------------------
 
 
-def encode_request(resource: Resource, records: Sequence[Finished]) -> str:
+def encode_request(resource: Resource, records: Sequence[Finished] | Batch) -> str:
     """One ``ExportTraceServiceRequest`` as a single line of JSON (no newline)."""
-    spans = [text for text in (record.span_json() for record in records) if text is not None]
-    return resource.request_json(spans)
+    batch = records if isinstance(records, Batch) else Batch.of(records)
+    head, tail = resource.request_parts()
+    pieces = _pieces(head, batch, tail)
+    return "".join(pieces) if len(pieces) > 1 else head + tail
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -169,24 +235,16 @@ class JsonLinesFileExporter:
                     old.unlink()
 
     def export(self, records: Sequence[SpanRecord]) -> None:
-        self.export_finished(records)
+        self.export_finished(Batch(records, ""))
 
-    def export_finished(self, spans: Sequence[Finished]) -> None:
+    def export_finished(self, batch: Batch) -> None:
         """Write finished spans straight from their raw form (no intermediate records)."""
-        texts: list[str] = []
-        for count, span in enumerate(spans, 1):
-            text = span.span_json()
-            if text is not None:
-                texts.append(text)
-            if count % YIELD_EVERY == 0:
-                # Offer the GIL to statement threads between slices: a statement whose reply
-                # arrives now waits for one slice, not for the whole batch.
-                time.sleep(YIELD_SECONDS)
-        if not texts:
+        head, tail = self._resource.request_parts()
+        pieces = _pieces(head, batch, tail + "\n")
+        if len(pieces) == 1:
             return
         # Lone surrogates (undecodable statement bytes) become JSON \\u escapes.
-        line = self._resource.request_json(texts) + "\n"
-        data = line.encode("utf-8", "backslashreplace")
+        data = "".join(pieces).encode("utf-8", "backslashreplace")
         with self._lock:
             fd = self._fd if self._fd is not None else self._open()
             if self._size and self._size + len(data) > self._rotate_bytes:

@@ -22,7 +22,15 @@ from typing import Any, Final
 
 from consistent.trace import AttributeValue
 
-__all__ = ["attribute", "attributes", "escape", "request", "span", "span_fast", "span_head"]
+__all__ = [
+    "attribute",
+    "attributes",
+    "escape",
+    "request",
+    "request_parts",
+    "span",
+    "span_head",
+]
 
 #: JSON string literal of a ``str`` (quotes included), non-ASCII kept as is.
 escape: Final[Callable[[str], str]] = json.encoder.encode_basestring
@@ -107,31 +115,25 @@ def span(
 
 
 def span_head(name: str, kind: int) -> str:
-    """The constant middle of every span with this name and kind, for :func:`span_fast`."""
+    """The constant middle of every span with this name and kind (``"name":…,"kind":…,``),
+    for writers that assemble spans from pre-encoded pieces."""
     return f'"name":{escape(name)},"kind":{kind},'
 
 
-def span_fast(
-    head: str, ids: tuple[int, int, int], start_ns: int, end_ns: int, attributes_text: str
-) -> str:
-    """:func:`span` for an unset status, with the name and kind pre-encoded by
-    :func:`span_head` (the statement spans' common case); ``ids`` are the trace, span and
-    parent span ids (0: no parent)."""
-    trace_id, span_id, parent_span_id = ids
-    parent = f'"parentSpanId":"{parent_span_id:016x}",' if parent_span_id else ""
-    return (
-        f'{{"traceId":"{trace_id:032x}","spanId":"{span_id:016x}",{parent}{head}'
-        f'"startTimeUnixNano":"{start_ns}","endTimeUnixNano":"{end_ns}",'
-        f'"attributes":[{attributes_text}],"status":{{}}}}'
+def request_parts(resource_attributes: str, scope_name: str, scope_version: str) -> tuple[str, str]:
+    """What goes before and after the comma-separated ``Span`` objects of one
+    ``ExportTraceServiceRequest``."""
+    scope = f'{{"name":{escape(scope_name)},"version":{escape(scope_version)}}}'
+    head = (
+        f'{{"resourceSpans":[{{"resource":{{"attributes":[{resource_attributes}]}},'
+        f'"scopeSpans":[{{"scope":{scope},"spans":['
     )
+    return head, "]}]}]}"
 
 
 def request(
     resource_attributes: str, scope_name: str, scope_version: str, spans: Sequence[str]
 ) -> str:
     """One ``ExportTraceServiceRequest`` on a single line (no newline)."""
-    scope = f'{{"name":{escape(scope_name)},"version":{escape(scope_version)}}}'
-    return (
-        f'{{"resourceSpans":[{{"resource":{{"attributes":[{resource_attributes}]}},'
-        f'"scopeSpans":[{{"scope":{scope},"spans":[{",".join(spans)}]}}]}}]}}'
-    )
+    head, tail = request_parts(resource_attributes, scope_name, scope_version)
+    return f"{head}{','.join(spans)}{tail}"

@@ -4,15 +4,17 @@
 
     statement thread           batch thread                     writer thread (one per exporter)
     span.__exit__ ─append─▶ [queue ≤ max_queue_size] ─batch─▶ [≤ writer_queue_batches] ─▶ encode,
-                 (drop+count when full)      metrics        (drop+count when full)       write
+                 (drop+count when full)    ids, metrics     (drop+count when full)       write
 
 A statement never waits for the disk or the network: it appends to a bounded queue and, once
 per full batch, wakes the batch thread.  When the queue is full the span is dropped and counted
 (:attr:`Telemetry.dropped`), as the OpenTelemetry SDK's batch processor does.  The batch thread
-feeds the metrics and hands each batch to every exporter's writer thread, which turns the spans
-into OTLP JSON (the file) or records (SDK exporters) and sends them; a slow collector never
-holds up the file.  Exporter threads work in slices and offer the GIL between them, so a
-statement whose reply has arrived does not wait for a whole batch to be encoded.
+draws the batch's random ids, feeds the metrics and hands the batch to every exporter's writer
+thread, which turns the spans into OTLP JSON (the file) or records (SDK exporters) and sends
+them; a slow collector never holds up the file.  With a single exporter (the default file),
+the batch thread is its writer: one thread less to wake per batch and per flush.  Exporter
+threads work in slices and offer the GIL between them, so a statement whose reply has arrived
+does not wait for a whole batch to be encoded.
 
 One :class:`Telemetry` serves a whole process (one trace file per process, DESIGN "Traces and
 analytics"): :func:`default_telemetry` builds it from the environment on first use and flushes
@@ -48,6 +50,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
 from consistent.telemetry.config import TelemetryConfig
 from consistent.telemetry.exporter import (
+    Batch,
     Finished,
     JsonLinesFileExporter,
     SdkSpanExporter,
@@ -56,7 +59,7 @@ from consistent.telemetry.exporter import (
 from consistent.telemetry.metrics import RoutingMetrics
 from consistent.telemetry.records import Resource, SpanRecord
 from consistent.telemetry.spanattrs import RouteParts
-from consistent.telemetry.spans import NOOP_TRACER, RecordingTracer, StatementTracer
+from consistent.telemetry.spans import NOOP_TRACER, Outbox, RecordingTracer, StatementTracer
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -77,15 +80,57 @@ class _Flush:
 _STOP: Final = object()
 
 
+def _export(sink: SpanSink, direct: Callable[[Batch], None] | None, batch: Batch) -> None:
+    if direct is not None:
+        direct(batch)
+        return
+    records = batch.records()
+    if records:
+        sink.export(records)
+
+
+class _InlineWriter:
+    """The only exporter, fed by the batch thread itself: a flush or a batch then wakes one
+    thread, not two (on a busy machine every wake-up waits for a CPU).  A slow exporter slows
+    the batch thread, and the statements' queue drops and counts what does not fit."""
+
+    def __init__(self, sink: SpanSink, on_drop: Callable[[int], None]) -> None:
+        self.sink = sink
+        self._direct: Callable[[Batch], None] | None = getattr(sink, "export_finished", None)
+        self._on_drop = on_drop
+
+    def restart_after_fork(self) -> None:
+        return None
+
+    def submit(self, batch: Batch) -> None:
+        try:
+            _export(self.sink, self._direct, batch)
+        except Exception:
+            logger.warning("telemetry exporter %s failed", type(self.sink).__name__, exc_info=True)
+            self._on_drop(len(batch.spans))
+
+    def flush(self, timeout: float) -> bool:
+        try:
+            self.sink.flush()
+        except Exception:
+            logger.warning("flushing telemetry exporter %s failed", type(self.sink).__name__)
+        return True
+
+    def close(self, timeout: float) -> None:
+        try:
+            self.sink.close()
+        except Exception:
+            logger.warning("closing telemetry exporter %s failed", type(self.sink).__name__)
+
+
 class _Writer:
-    """One exporter and its writer thread, fed through a bounded queue of batches."""
+    """One of several exporters and its writer thread, fed through a bounded queue of
+    batches: a slow collector never holds up the file."""
 
     def __init__(self, sink: SpanSink, max_batches: int, on_drop: Callable[[int], None]) -> None:
         self.sink = sink
         # Exporters that write finished spans without building records first (the file).
-        self._direct: Callable[[Sequence[Finished]], None] | None = getattr(
-            sink, "export_finished", None
-        )
+        self._direct: Callable[[Batch], None] | None = getattr(sink, "export_finished", None)
         self._max_batches = max_batches
         self._on_drop = on_drop
         self._queue: queue.Queue[object] = queue.Queue(max_batches)
@@ -101,25 +146,11 @@ class _Writer:
         self._queue = queue.Queue(self._max_batches)
         self._thread = self._start()
 
-    def submit(self, spans: Sequence[Finished]) -> None:
+    def submit(self, batch: Batch) -> None:
         try:
-            self._queue.put_nowait(spans)
+            self._queue.put_nowait(batch)
         except queue.Full:
-            self._on_drop(len(spans))
-
-    def _export(self, spans: Sequence[Finished]) -> None:
-        if self._direct is not None:
-            self._direct(spans)
-            return
-        records: list[SpanRecord] = []
-        for count, span in enumerate(spans, 1):
-            record = span.export()
-            if record is not None:
-                records.append(record)
-            if count % _SLICE == 0:
-                time.sleep(0)  # let a statement thread that wants the GIL have it
-        if records:
-            self.sink.export(records)
+            self._on_drop(len(batch.spans))
 
     def flush(self, timeout: float) -> bool:
         done = threading.Event()
@@ -146,11 +177,11 @@ class _Writer:
                 if isinstance(item, _Flush):
                     sink.flush()
                 else:
-                    self._export(item)  # type: ignore[arg-type]
+                    _export(sink, self._direct, item)  # type: ignore[arg-type]
             except Exception:
                 logger.warning("telemetry exporter %s failed", type(sink).__name__, exc_info=True)
-                if not isinstance(item, _Flush):
-                    self._on_drop(len(item))  # type: ignore[arg-type]
+                if isinstance(item, Batch):
+                    self._on_drop(len(item.spans))
             finally:
                 if isinstance(item, _Flush):
                     item.done.set()
@@ -212,11 +243,14 @@ class Telemetry:
         self._max_queue = self.config.max_queue_size
         self._batch = self.config.max_export_batch_size
         self._wake = threading.Event()
-        self._flushes: deque[threading.Event] = deque()
+        self._outbox = Outbox(self._queue, self._max_queue, self._batch, self._wake_up, self._drop)
+        # Held while draining the queue into the exporters, by the batch thread or a flushing
+        # caller: batches reach the exporters one at a time and in order.
+        self._export_lock = threading.Lock()
         self._stopping = False
         self._closed = False
         self.active = bool(sinks) or self.metrics is not None
-        self._writers: list[_Writer] = []
+        self._writers: list[_Writer | _InlineWriter] = []
         self._thread: threading.Thread | None = None
         if self.active:
             self._start()
@@ -275,16 +309,20 @@ class Telemetry:
         )
 
     def _start(self) -> None:
-        self._writers = [
-            _Writer(sink, self.config.writer_queue_batches, self._drop) for sink in self._sinks
-        ]
+        if len(self._sinks) == 1:
+            self._writers = [_InlineWriter(self._sinks[0], self._drop)]
+        else:
+            self._writers = [
+                _Writer(sink, self.config.writer_queue_batches, self._drop) for sink in self._sinks
+            ]
         self._thread = threading.Thread(target=self._run, name="consistent-telemetry", daemon=True)
         self._thread.start()
 
     def _after_fork_in_child(self) -> None:
-        self._queue = deque()
+        # The same deque, emptied: the sessions' tracers hold it.
+        self._queue.clear()
         self._wake = threading.Event()
-        self._flushes = deque()
+        self._export_lock = threading.Lock()
         self._drop_lock = threading.Lock()
         if self._closed:
             return
@@ -331,7 +369,7 @@ class Telemetry:
             return NOOP_TRACER
         return RecordingTracer(
             config=self.config,
-            enqueue=self._enqueue,
+            outbox=self._outbox,
             session_id=session_id or new_session_id(),
             system=system,
             addresses=addresses or {},
@@ -345,13 +383,28 @@ class Telemetry:
             self._enqueue(record)
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Export everything queued so far and flush the exporters; False on timeout."""
-        if not self.active or self._closed or self._thread is None:
+        """Export everything queued so far and flush the exporters; False on timeout.
+
+        The caller's thread does the work, as the OpenTelemetry SDK's batch processor does
+        on ``force_flush``: waking the batch thread and being woken by it would add two
+        waits for a CPU, which on a busy machine take longer than the export itself."""
+        if not self.active or self._thread is None:
             return True
-        done = threading.Event()
-        self._flushes.append(done)
-        self._wake.set()
-        return done.wait(timeout)
+        deadline = time.monotonic() + timeout
+        if not self._export_lock.acquire(timeout=timeout):
+            return False
+        try:
+            if self._closed:
+                return True
+            self._drain()
+            flushed = True
+            for writer in self._writers:  # every one, even after one timed out
+                flushed = writer.flush(max(0.0, deadline - time.monotonic())) and flushed
+            if self._own_meter_provider is not None:
+                self._own_meter_provider.force_flush()
+            return flushed
+        finally:
+            self._export_lock.release()
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Export what is queued, close the exporters and stop the threads.  Idempotent."""
@@ -363,8 +416,14 @@ class Telemetry:
             self._wake.set()
             self._thread.join(timeout)
         deadline = time.monotonic() + timeout
-        for writer in self._writers:
-            writer.close(max(0.1, deadline - time.monotonic()))
+        # Not while a flush is exporting (it would write to closed exporters).
+        locked = self._export_lock.acquire(timeout=timeout)
+        try:
+            for writer in self._writers:
+                writer.close(max(0.1, deadline - time.monotonic()))
+        finally:
+            if locked:
+                self._export_lock.release()
         if self._own_meter_provider is not None:
             self._own_meter_provider.shutdown()
         if self._dropped:
@@ -378,8 +437,13 @@ class Telemetry:
         with self._drop_lock:
             self._dropped += count
 
+    def _wake_up(self) -> None:
+        """A batch is ready (statement thread, once per batch)."""
+        self._wake.set()
+
     def _enqueue(self, item: Any) -> None:
-        """The statement thread's only contact with the pipeline."""
+        """Queue a finished record (the statement spans append themselves, see
+        :class:`~consistent.telemetry.spans.Outbox`)."""
         pending = self._queue
         if len(pending) >= self._max_queue:
             self._drop(1)
@@ -394,8 +458,8 @@ class Telemetry:
             self._wake.wait(delay)
             self._wake.clear()
             stopping = self._stopping
-            self._drain()
-            self._serve_flushes()
+            with self._export_lock:
+                self._drain()
             if stopping:
                 break
 
@@ -404,9 +468,10 @@ class Telemetry:
         metrics = self.metrics
         writers = self._writers
         while pending:
-            batch = [pending.popleft() for _ in range(min(len(pending), self._batch))]
+            spans = [pending.popleft() for _ in range(min(len(pending), self._batch))]
+            batch = Batch.of(spans)
             if metrics is not None:
-                for count, item in enumerate(batch):
+                for count, item in enumerate(spans):
                     try:
                         item.observe(metrics)
                     except Exception:
@@ -415,15 +480,6 @@ class Telemetry:
                         time.sleep(0)  # let a statement thread that wants the GIL have it
             for writer in writers:
                 writer.submit(batch)
-
-    def _serve_flushes(self) -> None:
-        while self._flushes:
-            done = self._flushes.popleft()
-            for writer in self._writers:
-                writer.flush(self.config.export_timeout)
-            if self._own_meter_provider is not None:
-                self._own_meter_provider.force_flush()
-            done.set()
 
 
 def _after_fork(ref: weakref.ref[Telemetry]) -> None:

@@ -8,29 +8,43 @@ Per session, a :class:`StatementTracer` (from :meth:`Telemetry.session
         ...
         span.decision(decision)                   # every decision the policy gives
         span.wait(decision, outcome, seconds)     # after each wait on a replica
-        span.produced(gtids)                      # GTIDs from the primary's OK packet
+        span.produced(gtids)                      # the primary's GTIDs (text or parsed)
         ... run the statement ...
 
-The statement's thread does as little as possible: it notes the start time and the ids, keeps
-references to the (immutable) decisions, notes the end time and appends the span to the
-pipeline's bounded queue.  Attribute names, GTID text, masking and metrics happen later, on the
-exporter threads (:mod:`consistent.telemetry.spanattrs`).  With tracing off, ``statement()``
-returns one shared no-op span whose methods do nothing: no allocation, no clock read.
+The statement's thread does as little as possible: it reads the clock, keeps references to
+what it is given (the immutable decisions, the tracker's raw GTID text), reads the clock again
+and appends the span to the pipeline's bounded queue (dropped and counted when full).  It draws
+no ids, parses no GTIDs and builds no attributes: the exporter threads do, in batches
+(:mod:`consistent.telemetry.spanattrs`, :mod:`consistent.telemetry.produced`), with one random
+draw per batch for the ids.  The only OpenTelemetry call on the statement's thread is the read
+of the current context, whose result is kept as long as the context stays the same object, so
+that a statement inside an application's span joins its trace.  With tracing off,
+``statement()`` returns one shared no-op span whose methods do nothing: no allocation, no
+clock read.
 """
 
 from __future__ import annotations
 
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 
 from consistent.telemetry import otlpjson
 from consistent.telemetry.metrics import StatementFacts
-from consistent.telemetry.records import SpanRecord, StatusCode, new_span_id, new_trace_id
+from consistent.telemetry.produced import (
+    Produced,
+    add_produced,
+    produced_attributes,
+    produced_json,
+)
+from consistent.telemetry.records import IDS_WIDTH, TRACE_HEX, SpanRecord, StatusCode, ids_at
 from consistent.telemetry.spanattrs import (
     NO_WAIT,
     PRIMARY_TARGET,
@@ -48,7 +62,6 @@ from consistent.telemetry.spanattrs import (
     wait_part,
 )
 from consistent.trace import (
-    GTID_PRODUCED,
     GTID_REQUIRED,
     REPLICA_KNOWN_EXECUTED,
     STATEMENT_SPAN,
@@ -66,6 +79,7 @@ __all__ = [
     "NOOP_SPAN",
     "NOOP_TRACER",
     "PRIMARY_TARGET",
+    "Outbox",
     "RecordingTracer",
     "StatementSpan",
     "StatementTracer",
@@ -75,8 +89,20 @@ __all__ = [
 _NO_REPLICAS: Final = "no_replicas"
 _MAX_STATUS_MESSAGE: Final = 256
 _CLIENT: Final = int(SpanKind.CLIENT)
-_STATEMENT_HEAD: Final = otlpjson.span_head(STATEMENT_SPAN, _CLIENT)
 _DEFAULT_ROUTE: Final = (PRIMARY_TARGET, _NO_REPLICAS, None)
+# Statement texts longer than this are not kept as cache keys (a bulk INSERT can be megabytes).
+_MAX_CACHED_SQL: Final = 4096
+_MAX_CACHED_PLAIN: Final = 1024
+# The constant pieces of a statement span's OTLP JSON around its ids, times and attributes.
+_JSON_HEAD: Final = '{"traceId":"'
+_JSON_SPAN_ID: Final = '","spanId":"'
+_JSON_NAME: Final = '",' + otlpjson.span_head(STATEMENT_SPAN, _CLIENT) + '"startTimeUnixNano":"'
+_JSON_END: Final = '","endTimeUnixNano":"'
+_JSON_ATTRIBUTES: Final = '","attributes":['
+_JSON_TAIL: Final = '],"status":{}}'
+
+_time_ns: Final = time.time_ns
+_current_context: Final = otel_context.get_current
 
 
 class StatementSpan:
@@ -85,10 +111,9 @@ class StatementSpan:
 
     __slots__ = ()
 
-    @property
-    def recording(self) -> bool:
-        """True when this span will be exported."""
-        return False
+    #: True when this span will be exported (a class attribute: the OK-packet observer reads
+    #: it on every write).
+    recording: ClassVar[bool] = False
 
     def __enter__(self) -> StatementSpan:
         return self
@@ -108,8 +133,10 @@ class StatementSpan:
     def wait(self, decision: Decision, outcome: object, duration: float) -> None:
         """The wait ``decision`` asked for ended with ``outcome`` after ``duration`` seconds."""
 
-    def produced(self, gtids: GtidState) -> None:
-        """The primary reported GTIDs this statement produced (merged when reported twice)."""
+    def produced(self, gtids: GtidState | str) -> None:
+        """The primary reported GTIDs this statement produced, parsed or as the session
+        tracker's raw text (parsed later, off the statement's thread, in the session's
+        flavour); merged when reported twice."""
 
     def route(self, target: str, reason: str, detail: str | None = None) -> None:
         """Where the statement went when no policy decision was taken (a connection without
@@ -148,12 +175,17 @@ class StatementTracer:
 NOOP_TRACER: Final = StatementTracer()
 
 
-def _merge(a: GtidState, b: GtidState) -> GtidState:
-    try:
-        return a | b  # type: ignore[operator]
-    except TypeError:
-        merge: Callable[[GtidState], GtidState] | None = getattr(a, "merge", None)
-        return merge(b) if merge is not None else b
+@dataclass(frozen=True, slots=True)
+class Outbox:
+    """The pipeline's side of the statement thread's one contact with it: the bounded queue
+    finished spans are appended to, its bound, the batch size at which the batch thread is
+    woken, and the drop counter."""
+
+    queue: deque[Any]
+    limit: int
+    batch: int
+    wake: Callable[[], None]
+    drop: Callable[[int], None]
 
 
 class RecordingTracer(StatementTracer):
@@ -161,22 +193,32 @@ class RecordingTracer(StatementTracer):
 
     __slots__ = (
         "_addresses",
-        "_enqueue",
+        "_always",
         "_gtid_parts",
         "_keep_unsampled",
+        "_parent_based",
+        "_ratio",
+        "_seen",
         "_session_id",
-        "_system",
+        "batch",
         "config",
+        "drop",
+        "limit",
+        "max_gtid_chars",
         "pins_seen",
+        "plain",
+        "queue",
         "routes",
         "session_part",
+        "system_name",
+        "wake",
     )
 
     def __init__(
         self,
         *,
         config: TelemetryConfig,
-        enqueue: Callable[[Any], None],
+        outbox: Outbox,
         session_id: str,
         system: str,
         addresses: Mapping[str, tuple[str, int]],
@@ -184,18 +226,40 @@ class RecordingTracer(StatementTracer):
         routes: RouteParts | None = None,
     ) -> None:
         self.config = config
-        self._enqueue = enqueue
+        # The outbox's fields, one attribute read away from a closing span.
+        self.queue = outbox.queue
+        self.limit = outbox.limit
+        self.batch = outbox.batch
+        self.wake = outbox.wake
+        self.drop = outbox.drop
         self._session_id = session_id
-        self._system = system
+        #: ``db.system.name`` (also the flavour produced GTIDs are parsed in).
+        self.system_name = system
+        self.max_gtid_chars = config.max_gtid_chars
         self._addresses = dict(addresses)
         # Statements whose span is sampled out still feed the metrics when these are on.
         self._keep_unsampled = keep_unsampled
+        self._ratio = config.sample_ratio
+        self._always = self._ratio >= 1.0
+        self._parent_based = config.parent_based
+        # The last OpenTelemetry context seen, its span context (None: no valid parent) and
+        # the sampling verdict it implies (None: by ratio); contexts are immutable, so the
+        # same object means the same answer.
+        self._seen: tuple[object, otel_trace.SpanContext | None, bool | None] = (
+            object(),
+            None,
+            None,
+        )
         #: Route parts shared with the pipeline's other sessions.
         self.routes = routes if routes is not None else RouteParts()
         #: The attributes every statement of this session carries.
         self.session_part = session_part(system, session_id)
-        # The last GTID part built per attribute name, by identity of the (immutable) state.
+        # Exporter threads only: the last GTID part built per attribute name, by identity of
+        # the (immutable) state.
         self._gtid_parts: dict[str, tuple[GtidState, Part]] = {}
+        #: Exporter threads only: the attributes text of statements routed without a
+        #: decision and that did not wait, by text (and route when one was given).
+        self.plain: dict[str | tuple[str, tuple[str, str, str | None]], str] = {}
         #: Pin reasons this session has been seen with (exporter thread only).
         self.pins_seen: set[str] = set()
 
@@ -210,7 +274,32 @@ class RecordingTracer(StatementTracer):
     @property
     def system(self) -> str:
         """``db.system.name`` of this session's servers."""
-        return self._system
+        return self.system_name
+
+    def statement(self, sql: str = "") -> StatementSpan:
+        context = _current_context()
+        seen = self._seen
+        if context is not seen[0]:
+            seen = self._seen = self._judge(context)
+        _, parent, sampled = seen
+        if sampled is None:
+            sampled = self._always or random.random() < self._ratio
+        if sampled:
+            return _RecordingSpan(self, sql, parent)
+        if self._keep_unsampled:
+            return _UnsampledSpan(self, sql, parent)
+        return NOOP_SPAN
+
+    def _judge(
+        self, context: otel_context.Context
+    ) -> tuple[object, otel_trace.SpanContext | None, bool | None]:
+        parent = otel_trace.get_current_span(context).get_span_context()
+        if not parent.is_valid:
+            return context, None, None
+        sampled = parent.trace_flags.sampled if self._parent_based else None
+        return context, parent, sampled
+
+    # ------------------------------------------------------------------ exporter threads
 
     def address(self, target: str) -> tuple[str, int]:
         """``(server.address, server.port)`` of a target."""
@@ -229,68 +318,64 @@ class RecordingTracer(StatementTracer):
         self._gtid_parts[name] = (state, built)
         return built
 
-    def statement(self, sql: str = "") -> StatementSpan:
-        parent = otel_trace.get_current_span().get_span_context()
+    def plain_parts(self, sql: str, route: tuple[str, str, str | None] | None) -> list[Part]:
+        """The parts of a statement routed without a decision and that did not wait: the
+        session's, the route's, the query text's when captured, the (absent) wait's."""
+        where = route or _DEFAULT_ROUTE
+        parts = [self.session_part, route_without_decision(self.routes, where, sql, self.address)]
         config = self.config
-        sampled = True
-        if parent.is_valid and config.parent_based:
-            sampled = parent.trace_flags.sampled
-        elif config.sample_ratio < 1.0:
-            sampled = random.random() < config.sample_ratio
-        if not sampled and not self._keep_unsampled:
-            return NOOP_SPAN
-        return _RecordingSpan(self, sql, parent if parent.is_valid else None, sampled)
+        if config.capture_query_text and sql:
+            parts.append(query_part(sql, config.max_query_chars))
+        parts.append(NO_WAIT)
+        return parts
+
+    def plain_text(self, sql: str, route: tuple[str, str, str | None] | None) -> str:
+        """:meth:`plain_parts` as OTLP JSON, cached by text and route."""
+        key: str | tuple[str, tuple[str, str, str | None]] = sql if route is None else (sql, route)
+        found = self.plain.get(key)
+        if found is not None:
+            return found
+        text = ",".join([text for _, text in self.plain_parts(sql, route) if text])
+        if len(sql) <= _MAX_CACHED_SQL:
+            if len(self.plain) >= _MAX_CACHED_PLAIN:
+                self.plain.clear()
+            self.plain[key] = text
+        return text
 
 
 class _RecordingSpan(StatementSpan):
     """A statement's span being recorded (statement thread), then read by the exporter
-    threads, which turn it into attributes."""
+    threads, which turn its raw facts into ids, attributes and JSON."""
 
     __slots__ = (
         "_decision",
         "_end",
         "_error",
-        "_parent_span_id",
+        "_parent",
         "_produced",
         "_route",
-        "_sampled",
-        "_span_id",
         "_sql",
         "_start",
-        "_trace_id",
         "_tracer",
         "_wait",
     )
 
+    recording: ClassVar[bool] = True
+
     def __init__(
-        self,
-        tracer: RecordingTracer,
-        sql: str,
-        parent: otel_trace.SpanContext | None,
-        sampled: bool,
+        self, tracer: RecordingTracer, sql: str, parent: otel_trace.SpanContext | None
     ) -> None:
         self._tracer = tracer
         self._sql = sql
-        self._sampled = sampled
-        if parent is None:
-            self._trace_id = new_trace_id()
-            self._parent_span_id = 0
-        else:
-            self._trace_id = parent.trace_id
-            self._parent_span_id = parent.span_id
-        self._span_id = new_span_id()
+        self._parent = parent
         self._decision: Decision | None = None
         # (last WAIT decision, its outcome, number of waits, total nanoseconds)
         self._wait: tuple[Decision, object, int, int] | None = None
-        self._produced: GtidState | None = None
+        self._produced: Produced | None = None
         self._route: tuple[str, str, str | None] | None = None
         self._error: BaseException | None = None
         self._end = 0
-        self._start = time.time_ns()
-
-    @property
-    def recording(self) -> bool:
-        return self._sampled
+        self._start = _time_ns()
 
     def __exit__(
         self,
@@ -298,10 +383,17 @@ class _RecordingSpan(StatementSpan):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._end = time.time_ns()
+        self._end = _time_ns()
         if exc is not None:
             self._error = exc
-        self._tracer._enqueue(self)
+        tracer = self._tracer
+        queue = tracer.queue
+        if len(queue) < tracer.limit:
+            queue.append(self)
+            if len(queue) == tracer.batch:
+                tracer.wake()
+        else:
+            tracer.drop(1)
 
     def decision(self, decision: Decision) -> None:
         self._decision = decision
@@ -311,9 +403,8 @@ class _RecordingSpan(StatementSpan):
         count, total = (previous[2], previous[3]) if previous is not None else (0, 0)
         self._wait = (decision, outcome, count + 1, total + int(duration * 1e9))
 
-    def produced(self, gtids: GtidState) -> None:
-        previous = self._produced
-        self._produced = gtids if previous is None else _merge(previous, gtids)
+    def produced(self, gtids: GtidState | str) -> None:
+        self._produced = add_produced(self._produced, gtids)
 
     def route(self, target: str, reason: str, detail: str | None = None) -> None:
         self._route = (target, reason, detail)
@@ -363,9 +454,13 @@ class _RecordingSpan(StatementSpan):
         metrics.record_statement(self.facts())
 
     def _parts(self) -> list[Part]:
+        """Every part but the produced GTIDs and the failure, in the order they are written."""
         tracer = self._tracer
-        config = tracer.config
         decision = self._decision
+        wait = self._wait
+        if decision is None and wait is None:
+            return tracer.plain_parts(self._sql, self._route)
+        config = tracer.config
         parts = [tracer.session_part]
         known = None
         if decision is not None:
@@ -378,7 +473,6 @@ class _RecordingSpan(StatementSpan):
             parts.append(route_without_decision(tracer.routes, where, self._sql, tracer.address))
         if config.capture_query_text and self._sql:
             parts.append(query_part(self._sql, config.max_query_chars))
-        wait = self._wait
         if wait is None:
             parts.append(NO_WAIT)
         else:
@@ -388,10 +482,6 @@ class _RecordingSpan(StatementSpan):
                 known = waited.known
         if known is not None:
             parts.append(tracer.gtid_part(REPLICA_KNOWN_EXECUTED, known))
-        if self._produced is not None:
-            parts.append(gtid_part(GTID_PRODUCED, self._produced, config.max_gtid_chars))
-        if self._error is not None:
-            parts.append(error_part(self._error))
         return parts
 
     def _status(self) -> tuple[StatusCode, str]:
@@ -400,45 +490,111 @@ class _RecordingSpan(StatementSpan):
             return StatusCode.UNSET, ""
         return StatusCode.ERROR, str(error)[:_MAX_STATUS_MESSAGE]
 
-    def export(self) -> SpanRecord | None:
-        """The finished span as a record (``None`` when sampled out)."""
-        if not self._sampled:
-            return None
+    def _ids(self, ids: str, at: int) -> tuple[int, int, int]:
+        """Trace, span and parent span id: the parent's trace, else drawn from ``ids``."""
+        trace_hex, span_hex = ids_at(ids, at)
+        parent = self._parent
+        if parent is None:
+            return int(trace_hex, 16), int(span_hex, 16), 0
+        return parent.trace_id, int(span_hex, 16), parent.span_id
+
+    def export(self, ids: str, at: int) -> SpanRecord | None:
+        """The finished span as a record, its ids taken from ``ids`` at ``at`` (an
+        :func:`~consistent.telemetry.records.id_block`)."""
+        tracer = self._tracer
         attributes: dict[str, AttributeValue] = {}
         for values, _ in self._parts():
             attributes.update(values)
+        if self._produced is not None:
+            max_chars = tracer.max_gtid_chars
+            attributes.update(produced_attributes(self._produced, tracer.system_name, max_chars))
+        if self._error is not None:
+            attributes.update(error_part(self._error)[0])
         status, message = self._status()
+        trace_id, span_id, parent_span_id = self._ids(ids, at)
         return SpanRecord(
             name=STATEMENT_SPAN,
             kind=SpanKind.CLIENT,
-            trace_id=self._trace_id,
-            span_id=self._span_id,
+            trace_id=trace_id,
+            span_id=span_id,
             start_ns=self._start,
             end_ns=self._end,
             attributes=attributes,
-            parent_span_id=self._parent_span_id,
+            parent_span_id=parent_span_id,
             status=status,
             status_message=message,
         )
 
-    def span_json(self) -> str | None:
-        """The finished span as an OTLP JSON ``Span`` (``None`` when sampled out)."""
-        if not self._sampled:
-            return None
+    def json_pieces(self, ids: str, at: int) -> tuple[str, ...]:
+        """The finished span as an OTLP JSON ``Span`` followed by a comma, in pieces, its
+        ids taken from ``ids`` at ``at`` (see
+        :meth:`~consistent.telemetry.exporter.Finished.json_pieces`)."""
+        tracer = self._tracer
+        if self._decision is None and self._wait is None:
+            route = self._route
+            found = tracer.plain.get(self._sql) if route is None else None
+            text = found if found is not None else tracer.plain_text(self._sql, route)
+        else:
+            text = ",".join([text for _, text in self._parts() if text])
+        produced = self._produced
+        extra = (
+            ""
+            if produced is None
+            else produced_json(produced, tracer.system_name, tracer.max_gtid_chars)
+        )
+        if self._error is None and self._parent is None:
+            middle = at + TRACE_HEX
+            return (
+                _JSON_HEAD,
+                ids[at:middle],
+                _JSON_SPAN_ID,
+                ids[middle : at + IDS_WIDTH],
+                _JSON_NAME,
+                str(self._start),
+                _JSON_END,
+                str(self._end),
+                _JSON_ATTRIBUTES,
+                text,
+                extra,
+                _JSON_TAIL,
+                ",",
+            )
+        return self.span_json(ids, at), ","
+
+    def span_json(self, ids: str, at: int) -> str:
+        """The finished span as an OTLP JSON ``Span``, its ids taken from ``ids`` at ``at``."""
+        tracer = self._tracer
         text = ",".join([text for _, text in self._parts() if text])
-        if self._error is None:
-            ids = (self._trace_id, self._span_id, self._parent_span_id)
-            return otlpjson.span_fast(_STATEMENT_HEAD, ids, self._start, self._end, text)
+        if self._produced is not None:
+            max_chars = tracer.max_gtid_chars
+            text += produced_json(self._produced, tracer.system_name, max_chars)
+        if self._error is not None:
+            text = f"{text},{error_part(self._error)[1]}"
         status, message = self._status()
+        trace_id, span_id, parent_span_id = self._ids(ids, at)
         return otlpjson.span(
             name=STATEMENT_SPAN,
             kind=_CLIENT,
-            trace_id=self._trace_id,
-            span_id=self._span_id,
-            parent_span_id=self._parent_span_id,
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=parent_span_id,
             start_ns=self._start,
             end_ns=self._end,
             attributes_text=text,
             status_code=int(status),
             status_message=message,
         )
+
+
+class _UnsampledSpan(_RecordingSpan):
+    """A statement sampled out of the traces that still feeds the metrics."""
+
+    __slots__ = ()
+
+    recording: ClassVar[bool] = False
+
+    def export(self, ids: str, at: int) -> SpanRecord | None:
+        return None
+
+    def json_pieces(self, ids: str, at: int) -> tuple[str, ...]:
+        return ()
