@@ -24,6 +24,10 @@ _SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "run an emulated MySQL replication topology on 127.0.0.1",
         "consistent.emulator.cli:add_emulate_command",
     ),
+    "proxy": (
+        "run the MySQL-protocol proxy (read/write splitting with session consistency)",
+        "proxy.cli:add_proxy_command",
+    ),
     "lag-sample": (
         "poll replicas for replication lag and write lag records to the trace stream",
         "consistent.telemetry.cli:add_lag_sample_command",

@@ -1,1 +1,27 @@
-"""The standalone MySQL-protocol proxy (``consistent proxy``), built on the ``consistent`` core."""
+"""The standalone MySQL-protocol proxy (``consistent proxy``), built on the ``consistent`` core.
+
+Any MySQL client (the ``mariadb`` command line, PyMySQL, JDBC, sysbench…) connects to it as to a
+server, authenticates against the users it is configured with, and gets its reads sent to
+replicas with read-your-writes: every routing decision comes from the same sans-I/O
+:class:`~consistent.policy.SessionPolicy` the DB-API wrapper drives.
+
+Modules, from the socket up:
+
+=================  ========================================================================
+``stream``         one TCP connection: packet mode (connection phase), stream mode (commands)
+``handshake``      the connection phase both ways: clients at the proxy, the proxy at backends
+``relay``          the response state machine: where each backend response ends, what changes
+``backends``       backend connections, per-server accounting, the health/GTID monitor
+``statements``     prepared statements across backends (id mapping, types, long data)
+``intercept``      ``SET/SELECT @@consistent_level|token`` and ``KILL``, answered by the proxy
+``sessionbase``    a session's state, lifecycle and replies
+``clientio``       the client's byte stream framed into commands
+``slowpath``       what a session awaits: connections, replays, waits, resets
+``session``        commands, routing (fast path), completion
+``server``         the listener, the sessions, the monitors, reload and graceful shutdown
+``admin``          HTTP ``/metrics`` (Prometheus) and ``/status`` (JSON) on loopback
+``config``         the TOML configuration and its command-line overrides
+``cli``            ``consistent proxy --config FILE`` (``python -m proxy`` too)
+``testing``        a proxy on a background thread, for tests and benches
+=================  ========================================================================
+"""

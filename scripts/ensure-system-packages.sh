@@ -7,6 +7,8 @@ have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/
 missing=()
 have mariadbd || missing+=(mariadb-server)
 have mariadb || missing+=(mariadb-client)
+have sysbench || missing+=(sysbench)   # proxy tests and bench/proxy.py
+have haproxy || missing+=(haproxy)     # bench/proxy.py compares with it
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
@@ -24,8 +26,9 @@ if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}" 
     echo "ERROR: could not install ${missing[*]} with apt-get; the real-server tests need them." >&2
     exit 1
 fi
-# The package may start a system-wide server; the suite starts its own on free ports, so stop it.
+# The packages may start system-wide services; the suite starts its own on free ports.
 if command -v service >/dev/null 2>&1; then
     $SUDO service mariadb stop >/dev/null 2>&1 || true
+    $SUDO service haproxy stop >/dev/null 2>&1 || true
 fi
 have mariadbd || { echo "ERROR: mariadbd still not found after installing mariadb-server." >&2; exit 1; }

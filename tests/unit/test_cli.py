@@ -23,7 +23,7 @@ def test_help_lists_every_subcommand_without_importing_them(
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     out = capsys.readouterr().out
-    for name in ("version", "emulate", "lag-sample"):
+    for name in ("version", "emulate", "proxy", "lag-sample"):
         assert name in out
 
 

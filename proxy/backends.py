@@ -1,0 +1,472 @@
+"""Connections to the servers behind the proxy, and the monitor that watches each server.
+
+:class:`BackendConnection` is one authenticated connection.  In the command phase every chunk the
+server sends goes to the :class:`~proxy.relay.ResponseRelay` of the oldest outstanding command,
+synchronously in ``data_received``: several commands may be in flight (a pipelined wait and
+its read), their responses are consumed in order.  Internal statements (tracking setup, session
+replay, waits, state reads) use :meth:`BackendConnection.query`, which collects the response.
+
+:class:`BackendServer` is one server: it opens connections (replicas retried briefly with
+tenacity backoff) and counts them.  Its :class:`HealthMonitor` keeps one connection of its own
+and polls the server's executed GTID state every ``monitor_interval``; for a replica the result
+feeds the policy's :class:`~consistent.policy.ReplicaKnowledge` (so most reads need no wait),
+and a failure marks the replica unhealthy until the monitor, reconnecting with exponential
+backoff, reaches it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from consistent.errors import Error, RemoteProtocolError
+from consistent.flavors import Flavor, ServerRole
+from consistent.policy import PRIMARY, ReplicaKnowledge, Tracking
+from consistent.protocol import ServerStatus
+from proxy.config import Address
+from proxy.handshake import BackendLogin, BackendLoginError, login_backend
+from proxy.relay import QueryResult, ResponseKind, ResponseRelay, parse_response
+from proxy.stream import ConnectionClosed, PacketEndpoint, frame_command, header
+
+__all__ = [
+    "BackendConnection",
+    "BackendServer",
+    "BackendUnavailable",
+    "Credentials",
+    "HealthMonitor",
+]
+
+logger = logging.getLogger(__name__)
+
+_AUTOCOMMIT: Final = int(ServerStatus.AUTOCOMMIT)
+#: Attempts to open a replica connection before the read goes elsewhere.
+REPLICA_CONNECT_ATTEMPTS: Final = 2
+_CONNECT_ERRORS: Final = (OSError, TimeoutError, ConnectionClosed, RemoteProtocolError)
+_QUERY: Final = ResponseKind.QUERY
+
+
+class BackendUnavailable(Error):
+    """A backend connection could not be opened (refused, timed out, login refused)."""
+
+    def __init__(self, name: str, reason: str, *, login_error: BackendLoginError | None = None):
+        super().__init__(f"cannot connect to {name}: {reason}")
+        self.server = name
+        self.reason = reason
+        #: The server's own refusal (errno and message worth showing the client).
+        self.login_error = login_error
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Who the proxy logs in as, and what the session's connections mirror."""
+
+    user: str
+    password: str
+    database: str | None
+    charset: int | None
+    capabilities: int
+
+    def __repr__(self) -> str:
+        return f"Credentials(user={self.user!r}, database={self.database!r})"
+
+
+class BackendConnection(PacketEndpoint):
+    """One authenticated connection to a server (see the module docstring)."""
+
+    def __init__(self, name: str, address: Address, *, max_payload: int) -> None:
+        super().__init__(max_payload=max_payload)
+        #: ``"primary"`` or the replica's name (its address).
+        self.name = name
+        self.address = address
+        self.login: BackendLogin | None = None
+        #: Negotiated capabilities.
+        self.caps = 0
+        #: Status flags of the last response.
+        self.status = _AUTOCOMMIT
+        #: GTID tracker mode set on this connection (primary only).
+        self.tracking: Tracking | None = None
+        #: Session-state replay number this connection has reached.
+        self.applied_seq = 0
+        #: Client statement id -> this server's statement id.
+        self.statements: dict[int, int] = {}
+        #: Client statement id -> parameter types this server last received.
+        self.statement_types: dict[int, bytes] = {}
+        self._pending: collections.deque[ResponseRelay] = collections.deque()
+        #: Called (once) when the connection ends, after outstanding responses failed (the
+        #: session's hook).
+        self.on_closed: Callable[[BackendConnection], None] | None = None
+        #: The server's accounting hook (kept apart so that a session cannot replace it).
+        self.on_released: Callable[[BackendConnection], None] | None = None
+
+    @property
+    def thread_id(self) -> int:
+        """The server's connection id."""
+        return self.login.connection_id if self.login is not None else 0
+
+    @property
+    def busy(self) -> bool:
+        """True while a response is outstanding."""
+        return bool(self._pending)
+
+    def started(self, login: BackendLogin) -> None:
+        """The login succeeded: switch to the command phase."""
+        self.login = login
+        self.caps = login.capabilities
+        self.status = login.status or _AUTOCOMMIT
+        self.stream(self._on_data)
+
+    # ----------------------------------------------------------------- command phase
+
+    def submit(self, data: bytes, relay: ResponseRelay) -> None:
+        """Send one command (already framed) whose response ``relay`` handles."""
+        self._pending.append(relay)
+        if not self._lost:
+            self.transport.write(data)  # type: ignore[union-attr]
+
+    def submit_many(self, items: list[tuple[bytes, ResponseRelay]]) -> None:
+        """Send several commands in one write (pipelining); responses come back in order."""
+        self._pending.extend(relay for _data, relay in items)
+        self.write(b"".join(data for data, _relay in items))
+
+    def _on_data(self, data: bytes) -> None:
+        pending = self._pending
+        try:
+            while pending:
+                relay = pending[0]
+                used = relay.feed(data)
+                if not relay.done:
+                    return
+                pending.popleft()
+                self.status = relay.status
+                callback = relay.on_done
+                if callback is not None:
+                    callback(relay)
+                if used >= len(data):
+                    return
+                data = data[used:]
+        except RemoteProtocolError as e:
+            logger.warning("backend %s sent an invalid response: %s", self.address, e)
+            self.abort()
+            return
+        if data and not self._lost:
+            # Nothing was asked: the server is closing us (ERR 1927 on KILL, 1053 on
+            # shutdown), or sends garbage.
+            logger.info("backend %s sent %d unsolicited bytes; closing", self.address, len(data))
+            self.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        pending = list(self._pending)
+        self._pending.clear()
+        super().connection_lost(exc)
+        for relay in pending:
+            callback = relay.on_lost
+            if callback is not None:
+                try:
+                    callback(relay, exc)
+                except Exception:
+                    logger.exception("failure handler of %s raised", self.address)
+        closed, self.on_closed = self.on_closed, None
+        if closed is not None:
+            closed(self)
+        released, self.on_released = self.on_released, None
+        if released is not None:
+            released(self)
+
+    async def request(self, data: bytes, kind: ResponseKind, timeout: float | None) -> bytes:
+        """Send a framed command and collect its whole response (no translation).  Raises
+        :class:`ConnectionClosed` or ``TimeoutError`` (the connection is then aborted: its
+        stream position is unknown)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        buf = bytearray()
+        relay = ResponseRelay(kind, self.caps, self.caps, buf.extend, status_hint=self.status)
+
+        def finished(_relay: ResponseRelay) -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def lost(_relay: ResponseRelay, exc: BaseException | None) -> None:
+            if not done.done():
+                done.set_exception(ConnectionClosed(f"{self.address} lost: {exc}"))
+
+        relay.on_done = finished
+        relay.on_lost = lost
+        self.submit(data, relay)
+        try:
+            async with asyncio.timeout(timeout):
+                await done
+        except BaseException:
+            if not done.done():
+                self.abort()
+            raise
+        return bytes(buf)
+
+    async def query(self, sql: str, timeout: float | None = None) -> QueryResult:
+        """Run one internal statement and return what it answered."""
+        data = await self.request(frame_command(b"\x03" + sql.encode("utf-8")), _QUERY, timeout)
+        return parse_response(data, self.caps)
+
+    async def quit(self, timeout: float = 1.0) -> None:
+        """Say goodbye (COM_QUIT) and close."""
+        if not self._lost and not self._pending:
+            self.write(header(1, 0) + b"\x01")
+        self.close()
+        await self.wait_closed(timeout)
+
+
+class BackendServer:
+    """One server behind the proxy: opens and counts its connections, owns its monitor."""
+
+    def __init__(
+        self,
+        name: str,
+        address: Address,
+        *,
+        connect_timeout: float,
+        max_payload: int,
+        tls_context: ssl.SSLContext | None,
+    ) -> None:
+        self.name = name
+        self.address = address
+        self.role = ServerRole.PRIMARY if name == PRIMARY else ServerRole.REPLICA
+        self.connect_timeout = connect_timeout
+        self.max_payload = max_payload
+        self.tls_context = tls_context
+        self.open_connections = 0
+        self.connects = 0
+        self.connect_failures = 0
+        self.monitor: HealthMonitor | None = None
+        self.monitor_task: asyncio.Task[None] | None = None
+
+    def _closed(self, _conn: BackendConnection) -> None:
+        self.open_connections -= 1
+
+    async def _open_once(self, credentials: Credentials) -> BackendConnection:
+        loop = asyncio.get_running_loop()
+        address = self.address
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                _transport, conn = await loop.create_connection(
+                    lambda: BackendConnection(self.name, address, max_payload=self.max_payload),
+                    address.host,
+                    address.port,
+                )
+        except (OSError, TimeoutError) as e:
+            raise BackendUnavailable(address.name, str(e) or type(e).__name__) from e
+        self.open_connections += 1
+        conn.on_released = self._closed
+        try:
+            login = await login_backend(
+                conn,
+                user=credentials.user,
+                password=credentials.password,
+                database=credentials.database,
+                charset=credentials.charset,
+                capabilities=credentials.capabilities,
+                max_packet_size=self.max_payload,
+                tls_context=self.tls_context,
+                server_hostname=address.host if self.tls_context is not None else None,
+                timeout=self.connect_timeout,
+            )
+        except BackendLoginError as e:
+            conn.abort()
+            raise BackendUnavailable(address.name, e.msg, login_error=e) from e
+        except (*_CONNECT_ERRORS, ssl.SSLError) as e:
+            conn.abort()
+            raise BackendUnavailable(address.name, str(e) or type(e).__name__) from e
+        except BaseException:
+            conn.abort()
+            raise
+        conn.started(login)
+        return conn
+
+    async def connect(self, credentials: Credentials) -> BackendConnection:
+        """A new authenticated connection.  Replicas get a second attempt after a short
+        backoff; the primary fails at once (the client sees the error)."""
+        attempts = 1 if self.role is ServerRole.PRIMARY else REPLICA_CONNECT_ATTEMPTS
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts),
+            wait=wait_exponential(multiplier=0.05, max=0.5),
+            retry=retry_if_exception_type(BackendUnavailable),
+            reraise=True,
+        )
+        try:
+            conn: BackendConnection = await retrying(self._open_once, credentials)
+        except BackendUnavailable:
+            self.connect_failures += 1
+            raise
+        self.connects += 1
+        return conn
+
+    def status(self, knowledge: ReplicaKnowledge, flavor: Flavor | None) -> dict[str, object]:
+        """What ``/status`` shows about this server."""
+        info: dict[str, object] = {
+            "name": self.name,
+            "address": self.address.name,
+            "role": self.role.value,
+            "open_connections": self.open_connections,
+            "connects": self.connects,
+            "connect_failures": self.connect_failures,
+        }
+        monitor = self.monitor
+        if monitor is not None:
+            info.update(monitor.status())
+        if self.role is ServerRole.REPLICA:
+            view = knowledge.view(self.name)
+            info["known_executed"] = (
+                flavor.format_state(view.executed)
+                if flavor is not None and view.executed is not None
+                else None
+            )
+            info["failures"] = view.failures
+            info["healthy"] = view.healthy(knowledge.now())
+            info["lag_estimate"] = view.lag
+            info["picks"] = view.picks
+        return info
+
+
+class HealthMonitor:
+    """Polls one server's executed GTID state on a connection of its own.
+
+    ``flavor`` is a callable because the flavour may be detected after the monitor starts.
+    Every ``interval`` seconds: one ``SELECT`` of the executed state.  A replica's state and
+    health go to ``knowledge``; when the server cannot be reached the replica is marked failed
+    and reconnection is retried with exponential backoff (``tenacity``), up to ``max_backoff``
+    seconds apart.
+    """
+
+    def __init__(
+        self,
+        server: BackendServer,
+        credentials: Credentials,
+        knowledge: ReplicaKnowledge,
+        flavor: Callable[[], Flavor | None],
+        *,
+        interval: float,
+        max_backoff: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.server = server
+        self._credentials = credentials
+        self._knowledge = knowledge
+        self._flavor = flavor
+        self.interval = interval
+        self._max_backoff = max_backoff
+        self._clock = clock
+        self._stop = asyncio.Event()
+        self._conn: BackendConnection | None = None
+        self.healthy: bool | None = None
+        self.last_ok: float | None = None
+        self.last_error: str | None = None
+        self.executed: str | None = None
+        self.polls = 0
+        self.server_version: str | None = None
+        self.server_charset: int | None = None
+        self.first_login = asyncio.Event()
+
+    def status(self) -> dict[str, object]:
+        ago = None if self.last_ok is None else round(self._clock() - self.last_ok, 3)
+        return {
+            "monitor_healthy": self.healthy,
+            "monitor_last_ok_seconds_ago": ago,
+            "monitor_last_error": self.last_error,
+            "monitor_executed": self.executed,
+            "monitor_polls": self.polls,
+            "server_version": self.server_version,
+        }
+
+    def set_credentials(self, credentials: Credentials) -> None:
+        """Use these credentials from the next (re)connection on (a configuration reload)."""
+        self._credentials = credentials
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to end."""
+        self._stop.set()
+        conn = self._conn
+        if conn is not None:
+            conn.abort()
+
+    def _failed(self, reason: str) -> None:
+        if self.healthy is not False:
+            logger.warning("backend %s is unreachable: %s", self.server.address, reason)
+        self.healthy = False
+        self.last_error = reason
+        if self.server.role is ServerRole.REPLICA:
+            self._knowledge.record_failure(self.server.name)
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        outcome = state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        self._failed(str(exc) if exc is not None else "unknown error")
+
+    async def _connect(self) -> BackendConnection:
+        retrying = AsyncRetrying(
+            wait=wait_exponential(multiplier=max(self.interval, 0.05), max=self._max_backoff),
+            retry=retry_if_exception_type(BackendUnavailable),
+            before_sleep=self._before_sleep,
+        )
+        conn: BackendConnection = await retrying(self.server._open_once, self._credentials)
+        login = conn.login
+        if login is not None:
+            self.server_version = login.server_version
+            self.server_charset = login.charset
+        self.first_login.set()
+        return conn
+
+    async def _poll(self, conn: BackendConnection, timeout: float) -> None:
+        flavor = self._flavor()
+        if flavor is None:
+            return
+        result = await conn.query(flavor.executed_state_statement(self.server.role), timeout)
+        if result.error is not None:
+            raise BackendUnavailable(self.server.address.name, result.error.message)
+        state = flavor.parse_executed(result.scalar())
+        self.executed = flavor.format_state(state)
+        self.polls += 1
+        if self.healthy is False:
+            logger.info("backend %s is reachable again", self.server.address)
+        self.healthy = True
+        self.last_ok = self._clock()
+        self.last_error = None
+        if self.server.role is ServerRole.REPLICA:
+            name = self.server.name
+            self._knowledge.record_success(name)
+            self._knowledge.record_executed(name, state)
+
+    async def run(self) -> None:
+        """Poll until :meth:`stop`."""
+        timeout = max(2.0, 5 * self.interval)
+        while not self._stop.is_set():
+            conn: BackendConnection | None = None
+            try:
+                conn = self._conn = await self._connect()
+                while not self._stop.is_set():
+                    await self._poll(conn, timeout)
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.interval):
+                            await self._stop.wait()
+            except (BackendUnavailable, ConnectionClosed, TimeoutError, OSError, Error) as e:
+                if not self._stop.is_set():
+                    self._failed(str(e) or type(e).__name__)
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(min(self._max_backoff, self.interval * 2)):
+                            await self._stop.wait()
+            finally:
+                self._conn = None
+                if conn is not None:
+                    conn.abort()

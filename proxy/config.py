@@ -1,0 +1,496 @@
+"""The proxy's configuration: a TOML file (stdlib ``tomllib``), overridden from the command line.
+
+Example (every key but ``backends.primary`` and one user is optional)::
+
+    listen = "127.0.0.1:6033"
+    level = "read_own_writes"        # default consistency level of a session
+    wait_timeout = 1.0               # seconds a replica may take to catch up, per wait
+    on_timeout = "primary"           # primary | next_replica | error
+    pipeline_waits = true            # send the wait and the read in one round trip
+    backend_deprecate_eof = true     # false: match the client's CLIENT_DEPRECATE_EOF instead
+    local_infile = false             # LOAD DATA LOCAL INFILE is refused unless true
+    default_auth_plugin = "mysql_native_password"
+    max_connections = 4096
+    shutdown_timeout = 10.0
+
+    [tls]                            # TLS to clients (optional)
+    cert = "proxy.pem"
+    key = "proxy.key"
+    require = false
+
+    [backends]
+    primary = "127.0.0.1:3306"
+    replicas = ["127.0.0.1:3307", "127.0.0.1:3308"]
+    user = "app"                     # credentials the proxy uses towards the servers
+    password = "..."
+    flavor = "mariadb"               # mysql | mariadb; detected from the handshake if absent
+    monitor_interval_ms = 200        # executed-state polling
+    connect_timeout = 5.0
+    tls = false                      # TLS to the servers
+    tls_ca = "ca.pem"                # verify the servers' certificates against this CA
+
+    [users.app]                      # who may connect to the proxy
+    password = "..."                 # or password_hash = "*<40 hex>" (mysql_native_password)
+    plugin = "caching_sha2_password"
+    level = "read_own_writes"
+    backend_user = "app"             # defaults to [backends] user/password
+    backend_password = "..."
+
+    [admin]                          # HTTP /metrics and /status, on 127.0.0.1 only
+    listen = "127.0.0.1:9033"
+    token = "..."
+
+Relative paths are relative to the file.  Every secret field is excluded from ``repr`` so that a
+configuration can be logged.  :func:`load` builds the frozen :class:`ProxyConfig`;
+``overrides`` (from the command line) are applied to the parsed TOML before validation, so that
+a ``SIGHUP`` reload re-applies them to the new file.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from consistent.errors import InterfaceError
+from consistent.policy import Level, OnTimeout
+from consistent.protocol import CACHING_SHA2_PASSWORD, MYSQL_NATIVE_PASSWORD
+
+__all__ = [
+    "AUTH_PLUGINS",
+    "Address",
+    "AdminConfig",
+    "BackendsConfig",
+    "ConfigError",
+    "ProxyConfig",
+    "TlsConfig",
+    "UserConfig",
+    "load",
+    "parse",
+]
+
+DEFAULT_PORT: Final = 3306
+AUTH_PLUGINS: Final = frozenset({MYSQL_NATIVE_PASSWORD, CACHING_SHA2_PASSWORD})
+_FLAVORS: Final = frozenset({"mysql", "mariadb"})
+
+
+class ConfigError(InterfaceError):
+    """The configuration file or an override is invalid."""
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """A TCP address; :attr:`name` (``host:port``) names a backend in routing and traces."""
+
+    host: str
+    port: int
+
+    @property
+    def name(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def is_loopback(self) -> bool:
+        """True for 127.0.0.0/8, ::1 and ``localhost``."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @classmethod
+    def parse(cls, text: object, default_port: int = DEFAULT_PORT) -> Address:
+        """``host``, ``host:port`` or ``[v6]:port``."""
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError(f"not an address: {text!r}")
+        value = text.strip()
+        host, port = value, default_port
+        if value.startswith("["):
+            close = value.find("]")
+            if close < 0:
+                raise ConfigError(f"not an address: {text!r}")
+            host = value[1:close]
+            rest = value[close + 1 :]
+            if rest:
+                if not rest.startswith(":"):
+                    raise ConfigError(f"not an address: {text!r}")
+                port = _port(rest[1:], text)
+        elif value.count(":") == 1:
+            host, _, port_text = value.partition(":")
+            port = _port(port_text, text)
+        if not host:
+            raise ConfigError(f"an address needs a host: {text!r}")
+        return cls(host, port)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _port(value: object, context: object) -> int:
+    try:
+        port = int(str(value))
+    except ValueError:
+        raise ConfigError(f"not a port number in {context!r}") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"port out of range in {context!r}")
+    return port
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    """TLS towards clients: certificate chain and private key files (PEM)."""
+
+    cert: Path
+    key: Path
+    #: Refuse clients that do not upgrade to TLS.
+    require: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UserConfig:
+    """An account clients authenticate as at the proxy (there is no open relay)."""
+
+    name: str
+    password: str | None = field(default=None, repr=False)
+    #: ``*`` + 40 hex digits: SHA1(SHA1(password)), what mysqld stores for native passwords.
+    password_hash: str | None = field(default=None, repr=False)
+    plugin: str = MYSQL_NATIVE_PASSWORD
+    level: Level | None = None
+    backend_user: str | None = None
+    backend_password: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BackendsConfig:
+    """The servers behind the proxy and how to reach them."""
+
+    primary: Address
+    replicas: tuple[Address, ...] = ()
+    user: str = "root"
+    password: str = field(default="", repr=False)
+    flavor: str | None = None
+    monitor_interval: float = 0.2
+    connect_timeout: float = 5.0
+    tls: bool = False
+    tls_ca: Path | None = None
+    tls_verify: bool = True
+
+    @property
+    def replica_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class AdminConfig:
+    """The admin HTTP endpoint; only loopback addresses are accepted."""
+
+    listen: Address
+    token: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyConfig:
+    """Everything the proxy process runs with (immutable: a reload builds a new one)."""
+
+    backends: BackendsConfig
+    users: Mapping[str, UserConfig]
+    listen: Address = Address("127.0.0.1", 6033)
+    level: Level = Level.READ_OWN_WRITES
+    wait_timeout: float = 1.0
+    on_timeout: OnTimeout = OnTimeout.PRIMARY
+    pipeline_waits: bool = True
+    #: Ask backends for CLIENT_DEPRECATE_EOF whatever the client does, so that result-set
+    #: terminators carry session state (the relay then translates EOFs for clients without
+    #: it).  False matches the client's choice: bytes pass untouched, but a result set's
+    #: terminator cannot report GTIDs (only a SELECT whose function commits produces any).
+    backend_deprecate_eof: bool = True
+    multi_statements_to_primary: bool = True
+    local_infile: bool = False
+    default_auth_plugin: str = MYSQL_NATIVE_PASSWORD
+    max_connections: int = 4096
+    max_allowed_packet: int = 64 * 1024 * 1024
+    connect_timeout: float = 10.0
+    shutdown_timeout: float = 10.0
+    server_version: str | None = None
+    tls: TlsConfig | None = None
+    admin: AdminConfig | None = None
+    #: Where the file was read from (reloads read it again).
+    source: Path | None = None
+
+
+# ----------------------------------------------------------------- parsing
+
+_TOP_KEYS: Final = frozenset(
+    {
+        "listen",
+        "level",
+        "wait_timeout",
+        "on_timeout",
+        "pipeline_waits",
+        "backend_deprecate_eof",
+        "multi_statements_to_primary",
+        "local_infile",
+        "default_auth_plugin",
+        "max_connections",
+        "max_allowed_packet",
+        "connect_timeout",
+        "shutdown_timeout",
+        "server_version",
+        "tls",
+        "backends",
+        "users",
+        "admin",
+    }
+)
+_BACKEND_KEYS: Final = frozenset(
+    {
+        "primary",
+        "replicas",
+        "user",
+        "password",
+        "flavor",
+        "monitor_interval_ms",
+        "connect_timeout",
+        "tls",
+        "tls_ca",
+        "tls_verify",
+    }
+)
+_USER_KEYS: Final = frozenset(
+    {"password", "password_hash", "plugin", "level", "backend_user", "backend_password"}
+)
+
+
+def _table(data: Mapping[str, Any], key: str, allowed: frozenset[str]) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"[{key}] must be a table")
+    unknown = set(value) - allowed
+    if unknown:
+        raise ConfigError(f"unknown keys in [{key}]: {sorted(unknown)}")
+    return dict(value)
+
+
+def _number(value: object, name: str, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{name} must be a number, not {value!r}")
+    if positive and not value > 0:
+        raise ConfigError(f"{name} must be positive, not {value!r}")
+    return float(value)
+
+
+def _integer(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{name} must be a positive integer, not {value!r}")
+    return value
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be true or false, not {value!r}")
+    return value
+
+
+def _text(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string")
+    return value
+
+
+def _path(value: object, name: str, base: Path | None) -> Path:
+    path = Path(_text(value, name)).expanduser()
+    if not path.is_absolute() and base is not None:
+        path = base / path
+    return path
+
+
+def _plugin(value: object, name: str) -> str:
+    plugin = _text(value, name)
+    if plugin not in AUTH_PLUGINS:
+        raise ConfigError(f"{name} must be one of {sorted(AUTH_PLUGINS)}, not {plugin!r}")
+    return plugin
+
+
+def _level(value: object, name: str) -> Level:
+    try:
+        return Level.parse(_text(value, name))
+    except InterfaceError as e:
+        raise ConfigError(f"{name}: {e}") from None
+
+
+def _backends(data: Mapping[str, Any], base: Path | None) -> BackendsConfig:
+    b = _table(data, "backends", _BACKEND_KEYS)
+    if "primary" not in b:
+        raise ConfigError("[backends] needs a primary")
+    replicas = b.get("replicas", [])
+    if not isinstance(replicas, list):
+        raise ConfigError("backends.replicas must be a list of addresses")
+    primary = Address.parse(b["primary"])
+    parsed = tuple(dict.fromkeys(Address.parse(r) for r in replicas))
+    if primary in parsed:
+        raise ConfigError(f"{primary} is both the primary and a replica")
+    flavor = b.get("flavor")
+    if flavor is not None and (not isinstance(flavor, str) or flavor.lower() not in _FLAVORS):
+        raise ConfigError(f"backends.flavor must be one of {sorted(_FLAVORS)}")
+    interval_ms = _number(b.get("monitor_interval_ms", 200), "backends.monitor_interval_ms")
+    return BackendsConfig(
+        primary=primary,
+        replicas=parsed,
+        user=_text(b.get("user", "root"), "backends.user"),
+        password=_text(b.get("password", ""), "backends.password"),
+        flavor=flavor.lower() if isinstance(flavor, str) else None,
+        monitor_interval=interval_ms / 1000.0,
+        connect_timeout=_number(b.get("connect_timeout", 5.0), "backends.connect_timeout"),
+        tls=_flag(b.get("tls", False), "backends.tls"),
+        tls_ca=_path(b["tls_ca"], "backends.tls_ca", base) if "tls_ca" in b else None,
+        tls_verify=_flag(b.get("tls_verify", True), "backends.tls_verify"),
+    )
+
+
+def _users(data: Mapping[str, Any]) -> dict[str, UserConfig]:
+    raw = data.get("users", {})
+    if not isinstance(raw, Mapping) or not raw:
+        raise ConfigError("at least one [users.NAME] table is needed (the proxy is no open relay)")
+    users: dict[str, UserConfig] = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"[users.{name}] must be a table")
+        unknown = set(entry) - _USER_KEYS
+        if unknown:
+            raise ConfigError(f"unknown keys in [users.{name}]: {sorted(unknown)}")
+        password = entry.get("password")
+        password_hash = entry.get("password_hash")
+        if password is None and password_hash is None:
+            raise ConfigError(f"[users.{name}] needs a password or a password_hash")
+        if password_hash is not None:
+            text = _text(password_hash, f"users.{name}.password_hash")
+            if len(text) != 41 or not text.startswith("*"):
+                raise ConfigError(f"users.{name}.password_hash must be '*' + 40 hex digits")
+            try:
+                bytes.fromhex(text[1:])
+            except ValueError:
+                raise ConfigError(f"users.{name}.password_hash must be hex") from None
+        users[name] = UserConfig(
+            name=name,
+            password=_text(password, f"users.{name}.password") if password is not None else None,
+            password_hash=password_hash,
+            plugin=_plugin(entry.get("plugin", MYSQL_NATIVE_PASSWORD), f"users.{name}.plugin"),
+            level=_level(entry["level"], f"users.{name}.level") if "level" in entry else None,
+            backend_user=(
+                _text(entry["backend_user"], f"users.{name}.backend_user")
+                if "backend_user" in entry
+                else None
+            ),
+            backend_password=(
+                _text(entry["backend_password"], f"users.{name}.backend_password")
+                if "backend_password" in entry
+                else None
+            ),
+        )
+    return users
+
+
+def _tls(data: Mapping[str, Any], base: Path | None) -> TlsConfig | None:
+    if "tls" not in data:
+        return None
+    t = _table(data, "tls", frozenset({"cert", "key", "require"}))
+    if "cert" not in t or "key" not in t:
+        raise ConfigError("[tls] needs cert and key")
+    return TlsConfig(
+        cert=_path(t["cert"], "tls.cert", base),
+        key=_path(t["key"], "tls.key", base),
+        require=_flag(t.get("require", False), "tls.require"),
+    )
+
+
+def _admin(data: Mapping[str, Any]) -> AdminConfig | None:
+    if "admin" not in data:
+        return None
+    a = _table(data, "admin", frozenset({"listen", "token"}))
+    listen = Address.parse(a.get("listen", "127.0.0.1:9033"))
+    if not listen.is_loopback:
+        raise ConfigError(f"the admin endpoint listens on loopback only, not {listen}")
+    token = _text(a.get("token", ""), "admin.token")
+    if len(token) < 8:
+        raise ConfigError("admin.token must be at least 8 characters")
+    return AdminConfig(listen, token)
+
+
+def parse(data: Mapping[str, Any], *, source: Path | None = None) -> ProxyConfig:
+    """Validate parsed TOML (a mapping) into a :class:`ProxyConfig`."""
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"unknown top-level keys: {sorted(unknown)}")
+    base = source.parent if source is not None else None
+    try:
+        on_timeout = OnTimeout.parse(_text(data.get("on_timeout", "primary"), "on_timeout"))
+    except InterfaceError as e:
+        raise ConfigError(str(e)) from None
+    server_version = data.get("server_version")
+    return ProxyConfig(
+        backends=_backends(data, base),
+        users=_users(data),
+        listen=Address.parse(data.get("listen", "127.0.0.1:6033")),
+        level=_level(data.get("level", "read_own_writes"), "level"),
+        wait_timeout=_number(data.get("wait_timeout", 1.0), "wait_timeout"),
+        on_timeout=on_timeout,
+        pipeline_waits=_flag(data.get("pipeline_waits", True), "pipeline_waits"),
+        backend_deprecate_eof=_flag(
+            data.get("backend_deprecate_eof", True), "backend_deprecate_eof"
+        ),
+        multi_statements_to_primary=_flag(
+            data.get("multi_statements_to_primary", True), "multi_statements_to_primary"
+        ),
+        local_infile=_flag(data.get("local_infile", False), "local_infile"),
+        default_auth_plugin=_plugin(
+            data.get("default_auth_plugin", MYSQL_NATIVE_PASSWORD), "default_auth_plugin"
+        ),
+        max_connections=_integer(data.get("max_connections", 4096), "max_connections"),
+        max_allowed_packet=_integer(
+            data.get("max_allowed_packet", 64 * 1024 * 1024), "max_allowed_packet"
+        ),
+        connect_timeout=_number(data.get("connect_timeout", 10.0), "connect_timeout"),
+        shutdown_timeout=_number(data.get("shutdown_timeout", 10.0), "shutdown_timeout"),
+        server_version=(
+            _text(server_version, "server_version") if server_version is not None else None
+        ),
+        tls=_tls(data, base),
+        admin=_admin(data),
+        source=source,
+    )
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, object]) -> dict[str, Any]:
+    """A copy of ``data`` with dotted keys replaced (``{"backends.primary": "h:1"}``)."""
+    result: dict[str, Any] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
+    for dotted, value in overrides.items():
+        keys = dotted.split(".")
+        target = result
+        for key in keys[:-1]:
+            nested = target.get(key)
+            if not isinstance(nested, dict):
+                nested = {} if nested is None else dict(nested)
+                target[key] = nested
+            target = nested
+        target[keys[-1]] = value
+    return result
+
+
+def load(path: str | Path, overrides: Mapping[str, object] | None = None) -> ProxyConfig:
+    """Read and validate a TOML file, with dotted-key ``overrides`` applied first."""
+    source = Path(path).resolve()
+    try:
+        with source.open("rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"cannot read {source}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source} is not valid TOML: {e}") from None
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return parse(data, source=source)

@@ -1,0 +1,589 @@
+"""The connection phase on both sides of the proxy.
+
+Front side (:class:`Authenticator`): the proxy is a server.  It sends a HandshakeV10 with its own
+nonce, upgrades to TLS when the client sends an SSLRequest, and checks the client against the
+configured users; there is no open relay.  Two plugins are served, per user:
+
+* ``mysql_native_password``: the scramble is checked against ``SHA1(SHA1(password))``;
+* ``caching_sha2_password``: the fast path checks the scramble against
+  ``SHA256(SHA256(password))`` (known at once for users configured with a plaintext password,
+  learnt after the first full authentication for users configured with a native hash); a miss
+  asks for the full password (AuthMoreData ``0x04``), in clear over TLS, else encrypted with the
+  proxy's RSA key, which a client without it requests with ``0x02``.
+
+A client that starts with another plugin than its user's gets an AuthSwitchRequest with the
+same nonce.  Failures are ERR 1045 (SQLSTATE 28000), as mysqld sends them.
+
+Back side (:func:`login_backend`): the proxy is a client with the configured backend
+credentials: ``mysql_native_password`` or ``caching_sha2_password`` (fast path, or full
+authentication over TLS or RSA), following AuthSwitchRequests.
+
+https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_connection_phase.html
+https://dev.mysql.com/doc/dev/mysql-server/latest/page_caching_sha2_authentication_exchanges.html
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import secrets
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from consistent.errors import OperationalError, RemoteProtocolError
+from consistent.protocol import (
+    CACHING_SHA2_PASSWORD,
+    MYSQL_NATIVE_PASSWORD,
+    AuthMoreData,
+    AuthSwitchRequest,
+    CachingSha2,
+    Capability,
+    ErrPacket,
+    HandshakeResponse41,
+    HandshakeV10,
+    ServerStatus,
+    build_auth_more_data,
+    build_auth_switch_request,
+    build_err,
+    build_handshake_response41,
+    build_handshake_v10,
+    build_ok,
+    build_ssl_request,
+    caching_sha2_hash,
+    decrypt_password_rsa,
+    encrypt_password_rsa,
+    is_ssl_request,
+    native_password_hash,
+    parse_auth_switch_request,
+    parse_err,
+    parse_handshake_response41,
+    parse_handshake_v10,
+    scramble_caching_sha2,
+    scramble_native_password,
+    verify_caching_sha2,
+    verify_native_password,
+)
+from consistent.protocol.handshake import SSLRequest
+from consistent.protocol.responses import OkPacket
+from proxy.config import UserConfig
+from proxy.stream import PacketEndpoint, header
+
+__all__ = [
+    "BACKEND_CAPABILITIES",
+    "MIRRORED_CAPABILITIES",
+    "AccessDenied",
+    "Authenticator",
+    "BackendLogin",
+    "BackendLoginError",
+    "ClientLogin",
+    "login_backend",
+    "new_nonce",
+    "proxy_capabilities",
+]
+
+logger = logging.getLogger(__name__)
+
+ER_ACCESS_DENIED: Final = 1045
+ER_HANDSHAKE_ERROR: Final = 1043
+ER_SECURE_TRANSPORT_REQUIRED: Final = 3159
+_NONCE_LENGTH: Final = 20
+# Printable ASCII without NUL, as mysqld's scramble: clients may treat part 2 as a C string.
+_NONCE_ALPHABET: Final = bytes(range(0x21, 0x7F))
+
+#: What the proxy offers its clients (SSL is added when TLS is configured, LOCAL_FILES when
+#: LOCAL INFILE is allowed).  No compression, no query attributes, no optional metadata, and
+#: CLIENT_MYSQL (LONG_PASSWORD) set so that MariaDB clients use no extended capabilities.
+_FRONT_CAPABILITIES: Final = (
+    Capability.LONG_PASSWORD
+    | Capability.FOUND_ROWS
+    | Capability.LONG_FLAG
+    | Capability.CONNECT_WITH_DB
+    | Capability.NO_SCHEMA
+    | Capability.IGNORE_SPACE
+    | Capability.PROTOCOL_41
+    | Capability.INTERACTIVE
+    | Capability.IGNORE_SIGPIPE
+    | Capability.TRANSACTIONS
+    | Capability.SECURE_CONNECTION
+    | Capability.MULTI_STATEMENTS
+    | Capability.MULTI_RESULTS
+    | Capability.PS_MULTI_RESULTS
+    | Capability.PLUGIN_AUTH
+    | Capability.CONNECT_ATTRS
+    | Capability.PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | Capability.SESSION_TRACK
+    | Capability.DEPRECATE_EOF
+)
+
+#: What the proxy always asks of a backend: session state in OK packets, and DEPRECATE_EOF so
+#: that result-set terminators carry it too.
+BACKEND_CAPABILITIES: Final = (
+    Capability.LONG_PASSWORD
+    | Capability.LONG_FLAG
+    | Capability.PROTOCOL_41
+    | Capability.TRANSACTIONS
+    | Capability.SECURE_CONNECTION
+    | Capability.PLUGIN_AUTH
+    | Capability.PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | Capability.SESSION_TRACK
+    | Capability.DEPRECATE_EOF
+)
+
+#: Client capabilities that change the server's behaviour, so a session's backend connections
+#: mirror them (affected-row counting, multi-statements, wait_timeout class…).
+MIRRORED_CAPABILITIES: Final = (
+    Capability.FOUND_ROWS
+    | Capability.NO_SCHEMA
+    | Capability.IGNORE_SPACE
+    | Capability.INTERACTIVE
+    | Capability.MULTI_STATEMENTS
+    | Capability.MULTI_RESULTS
+    | Capability.PS_MULTI_RESULTS
+    | Capability.LOCAL_FILES
+)
+
+
+def proxy_capabilities(*, tls: bool, local_infile: bool) -> Capability:
+    """The capabilities the proxy offers its clients."""
+    caps = _FRONT_CAPABILITIES
+    if tls:
+        caps |= Capability.SSL
+    if local_infile:
+        caps |= Capability.LOCAL_FILES
+    return caps
+
+
+def new_nonce() -> bytes:
+    """A fresh 20-byte scramble of printable characters."""
+    return bytes(secrets.choice(_NONCE_ALPHABET) for _ in range(_NONCE_LENGTH))
+
+
+class AccessDenied(OperationalError):
+    """A client failed to authenticate (ERR 1045)."""
+
+
+class BackendLoginError(OperationalError):
+    """A backend refused the proxy's login (its ERR packet's errno and message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientLogin:
+    """An authenticated client: who, and what it negotiated."""
+
+    user: UserConfig
+    capabilities: int
+    charset: int
+    database: str | None
+    tls: bool
+    #: Sequence id of the OK that completes the login (the caller sends it).
+    next_seq: int
+    #: The nonce of the handshake (COM_CHANGE_USER scrambles with it).
+    nonce: bytes
+    attributes: tuple[tuple[str, str], ...] = ()
+
+
+def _access_denied(user: str, host: str, used_password: bool) -> AccessDenied:
+    using = "YES" if used_password else "NO"
+    return AccessDenied(
+        ER_ACCESS_DENIED,
+        f"Access denied for user '{user}'@'{host}' (using password: {using})",
+        sqlstate="28000",
+    )
+
+
+class Authenticator:
+    """Checks clients against the configured users (see the module docstring).
+
+    ``users`` may be replaced at any time (configuration reload); sessions already
+    authenticated are not affected.  The RSA key pair serves caching_sha2_password's full
+    authentication without TLS.
+    """
+
+    def __init__(self, users: Mapping[str, UserConfig], *, rsa_key_bits: int = 2048) -> None:
+        self._users: Mapping[str, UserConfig] = dict(users)
+        self._cache: dict[str, bytes] = {}
+        self._rsa_key_bits = rsa_key_bits
+        self._private_pem: bytes | None = None
+        self._public_pem: bytes | None = None
+
+    @property
+    def users(self) -> Mapping[str, UserConfig]:
+        return self._users
+
+    @users.setter
+    def users(self, users: Mapping[str, UserConfig]) -> None:
+        old = self._users
+        self._users = dict(users)
+        # A changed account loses its cached caching_sha2 hash.
+        for name in list(self._cache):
+            if old.get(name) != self._users.get(name):
+                del self._cache[name]
+
+    def _keys(self) -> tuple[bytes, bytes]:
+        if self._private_pem is None or self._public_pem is None:
+            key = rsa.generate_private_key(public_exponent=65537, key_size=self._rsa_key_bits)
+            self._private_pem = key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+            self._public_pem = key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        return self._private_pem, self._public_pem
+
+    # ----------------------------------------------------------------- password checks
+
+    def _check_password(self, user: UserConfig, password: bytes) -> bool:
+        if user.password is not None:
+            return hmac.compare_digest(password, user.password.encode("utf-8"))
+        if user.password_hash is not None:
+            return hmac.compare_digest(
+                native_password_hash(password).upper(), user.password_hash.upper()
+            )
+        return False
+
+    def _native_hash(self, user: UserConfig) -> str:
+        if user.password is not None:
+            return native_password_hash(user.password.encode("utf-8"))
+        return user.password_hash or ""
+
+    def _sha2_hash(self, user: UserConfig) -> bytes | None:
+        cached = self._cache.get(user.name)
+        if cached is None and user.password is not None:
+            cached = caching_sha2_hash(user.password.encode("utf-8"))
+            self._cache[user.name] = cached
+        return cached
+
+    def _empty_password(self, user: UserConfig) -> bool:
+        return user.password == "" or (user.password is None and user.password_hash == "")
+
+    # ----------------------------------------------------------------- the exchange
+
+    async def login(
+        self,
+        ep: PacketEndpoint,
+        *,
+        connection_id: int,
+        server_version: str,
+        charset: int,
+        capabilities: Capability,
+        default_plugin: str,
+        host: str,
+        tls_context: ssl.SSLContext | None,
+        require_tls: bool,
+        timeout: float,
+    ) -> ClientLogin:
+        """Run the whole connection phase with a new client, up to (not including) the final
+        OK.  Raises :class:`AccessDenied`, :class:`RemoteProtocolError` or ``TimeoutError``;
+        ERR packets for the client are sent here."""
+        async with asyncio.timeout(timeout):
+            return await self._login(
+                ep,
+                connection_id=connection_id,
+                server_version=server_version,
+                charset=charset,
+                capabilities=capabilities,
+                default_plugin=default_plugin,
+                host=host,
+                tls_context=tls_context,
+                require_tls=require_tls,
+            )
+
+    async def _login(
+        self,
+        ep: PacketEndpoint,
+        *,
+        connection_id: int,
+        server_version: str,
+        charset: int,
+        capabilities: Capability,
+        default_plugin: str,
+        host: str,
+        tls_context: ssl.SSLContext | None,
+        require_tls: bool,
+    ) -> ClientLogin:
+        nonce = new_nonce()
+        greeting = HandshakeV10(
+            server_version=server_version,
+            connection_id=connection_id,
+            auth_plugin_data=nonce,
+            capabilities=capabilities,
+            charset=charset,
+            status=ServerStatus.AUTOCOMMIT,
+            auth_plugin_name=default_plugin,
+        )
+        _send(ep, build_handshake_v10(greeting), 0)
+        seq, payload = await ep.read_packet(None)
+        tls = False
+        if is_ssl_request(payload):
+            if tls_context is None:
+                raise RemoteProtocolError("SSLRequest but TLS is not offered")
+            await ep.start_tls(tls_context, server_side=True)
+            tls = True
+            seq, payload = await ep.read_packet(None)
+        caps = int(capabilities)
+        try:
+            response = parse_handshake_response41(payload, caps)
+        except RemoteProtocolError:
+            _send_err(ep, ErrPacket(ER_HANDSHAKE_ERROR, "08S01", "Bad handshake"), seq + 1, caps)
+            raise
+        effective = int(response.capabilities) & caps
+        if require_tls and not tls:
+            err = ErrPacket(
+                ER_SECURE_TRANSPORT_REQUIRED,
+                "HY000",
+                "Connections using insecure transport are prohibited: use TLS",
+            )
+            _send_err(ep, err, seq + 1, effective)
+            raise AccessDenied(err.errno, err.message, sqlstate=err.sqlstate)
+        plugin = response.auth_plugin_name or MYSQL_NATIVE_PASSWORD
+        user, seq = await self.authenticate(
+            ep,
+            username=response.username,
+            plugin=plugin,
+            auth_response=response.auth_response,
+            nonce=nonce,
+            seq=seq,
+            capabilities=effective,
+            tls=tls,
+            host=host,
+        )
+        return ClientLogin(
+            user=user,
+            capabilities=effective,
+            charset=response.charset,
+            database=response.database or None,
+            tls=tls,
+            next_seq=(seq + 1) & 0xFF,
+            nonce=nonce,
+            attributes=response.attributes or (),
+        )
+
+    async def authenticate(
+        self,
+        ep: PacketEndpoint,
+        *,
+        username: str,
+        plugin: str,
+        auth_response: bytes,
+        nonce: bytes,
+        seq: int,
+        capabilities: int,
+        tls: bool,
+        host: str,
+    ) -> tuple[UserConfig, int]:
+        """Check one user's credentials, switching plugin and asking for the full password
+        as needed.  ``seq`` is the sequence id of the client's last packet; returns the user
+        and the sequence id of the client's last packet (the OK takes the next one).  Sends
+        the ERR and raises :class:`AccessDenied` on failure.  ``ep`` must be in packet mode."""
+        user = self._users.get(username)
+        if user is None:
+            denied = _access_denied(username, host, bool(auth_response))
+            _send_err(ep, _err_of(denied), seq + 1, capabilities)
+            raise denied
+        if plugin != user.plugin:
+            switch = AuthSwitchRequest(user.plugin, nonce + b"\x00")
+            _send(ep, build_auth_switch_request(switch), seq + 1)
+            seq, auth_response = await ep.read_packet(None)
+        if user.plugin == MYSQL_NATIVE_PASSWORD:
+            ok = verify_native_password(auth_response, nonce, self._native_hash(user))
+        else:
+            ok, seq = await self._caching_sha2(
+                ep, user, scramble=auth_response, nonce=nonce, seq=seq, tls=tls
+            )
+        if not ok:
+            denied = _access_denied(username, host, bool(auth_response))
+            _send_err(ep, _err_of(denied), seq + 1, capabilities)
+            raise denied
+        return user, seq
+
+    async def _caching_sha2(
+        self,
+        ep: PacketEndpoint,
+        user: UserConfig,
+        *,
+        scramble: bytes,
+        nonce: bytes,
+        seq: int,
+        tls: bool,
+    ) -> tuple[bool, int]:
+        if not scramble:
+            return self._empty_password(user), seq
+        cached = self._sha2_hash(user)
+        if cached is not None:
+            if verify_caching_sha2(scramble, nonce, cached):
+                fast = AuthMoreData(bytes((CachingSha2.FAST_AUTH_SUCCESS,)))
+                _send(ep, build_auth_more_data(fast), seq + 1)
+                return True, (seq + 1) & 0xFF
+            return False, seq
+        full = AuthMoreData(bytes((CachingSha2.PERFORM_FULL_AUTHENTICATION,)))
+        _send(ep, build_auth_more_data(full), seq + 1)
+        seq, data = await ep.read_packet(None)
+        if tls:
+            password = data[:-1] if data.endswith(b"\x00") else data
+        else:
+            private_pem, public_pem = self._keys()
+            if data == bytes((CachingSha2.REQUEST_PUBLIC_KEY,)):
+                _send(ep, build_auth_more_data(AuthMoreData(public_pem)), seq + 1)
+                seq, data = await ep.read_packet(None)
+            try:
+                password = decrypt_password_rsa(data, nonce, private_pem)
+            except RemoteProtocolError:
+                return False, seq
+        if not self._check_password(user, password):
+            return False, seq
+        self._cache[user.name] = caching_sha2_hash(password)
+        return True, seq
+
+
+def _err_of(error: OperationalError) -> ErrPacket:
+    errno = error.errno or ER_ACCESS_DENIED
+    return ErrPacket(errno, error.sqlstate, error.msg)
+
+
+def _send(ep: PacketEndpoint, payload: bytes, seq: int) -> None:
+    ep.write(header(len(payload), seq) + payload)
+
+
+def _send_err(ep: PacketEndpoint, err: ErrPacket, seq: int, capabilities: int) -> None:
+    _send(ep, build_err(err, capabilities | Capability.PROTOCOL_41), seq)
+
+
+def login_ok(capabilities: int) -> bytes:
+    """The OK that completes a client's login."""
+    return build_ok(OkPacket(status=ServerStatus.AUTOCOMMIT), capabilities)
+
+
+# ----------------------------------------------------------------- back side
+
+
+@dataclass(frozen=True, slots=True)
+class BackendLogin:
+    """What a backend told the proxy during the login."""
+
+    server_version: str
+    connection_id: int
+    capabilities: int
+    status: int
+    charset: int
+
+
+async def login_backend(
+    ep: PacketEndpoint,
+    *,
+    user: str,
+    password: str,
+    database: str | None,
+    charset: int | None,
+    capabilities: int,
+    max_packet_size: int,
+    tls_context: ssl.SSLContext | None,
+    server_hostname: str | None,
+    timeout: float,
+) -> BackendLogin:
+    """Log into a backend as ``user``; ``capabilities`` are the ones wanted (those the server
+    does not offer are dropped).  Raises :class:`BackendLoginError` when the server refuses,
+    :class:`RemoteProtocolError`, ``ConnectionClosed`` or ``TimeoutError``."""
+    async with asyncio.timeout(timeout):
+        seq, payload = await ep.read_packet(None)
+        if payload[:1] == b"\xff":
+            err = parse_err(payload, Capability.PROTOCOL_41)
+            raise BackendLoginError(err.errno, err.message, sqlstate=err.sqlstate)
+        greeting = parse_handshake_v10(payload)
+        server_caps = int(greeting.capabilities)
+        caps = capabilities & server_caps
+        if database:
+            caps |= int(Capability.CONNECT_WITH_DB) & server_caps
+        if not caps & Capability.PROTOCOL_41:
+            raise RemoteProtocolError("the backend does not speak protocol 4.1")
+        use_charset = charset if charset is not None else greeting.charset
+        if tls_context is not None:
+            if not server_caps & Capability.SSL:
+                raise BackendLoginError(2026, "TLS is configured but the backend does not offer it")
+            caps |= int(Capability.SSL)
+            request = SSLRequest(Capability(caps), max_packet_size, use_charset)
+            seq += 1
+            _send(ep, build_ssl_request(request), seq)
+            await ep.start_tls(tls_context, server_side=False, server_hostname=server_hostname)
+        nonce = greeting.auth_plugin_data
+        plugin = greeting.auth_plugin_name or MYSQL_NATIVE_PASSWORD
+        if plugin not in (MYSQL_NATIVE_PASSWORD, CACHING_SHA2_PASSWORD):
+            plugin = MYSQL_NATIVE_PASSWORD  # the server will switch us if it disagrees
+        secret = password.encode("utf-8")
+        response = HandshakeResponse41(
+            capabilities=Capability(caps),
+            username=user,
+            auth_response=_scramble(plugin, secret, nonce),
+            max_packet_size=max_packet_size,
+            charset=use_charset,
+            database=database if caps & Capability.CONNECT_WITH_DB else None,
+            auth_plugin_name=plugin if caps & Capability.PLUGIN_AUTH else None,
+        )
+        seq += 1
+        _send(ep, build_handshake_response41(response), seq)
+        tls = tls_context is not None
+        while True:
+            seq, payload = await ep.read_packet(None)
+            first = payload[:1]
+            if first == b"\x00":
+                status = int.from_bytes(payload[3:5], "little") if len(payload) >= 5 else 0
+                return BackendLogin(
+                    server_version=greeting.server_version,
+                    connection_id=greeting.connection_id,
+                    capabilities=caps,
+                    status=status,
+                    charset=use_charset,
+                )
+            if first == b"\xff":
+                err = parse_err(payload, caps)
+                raise BackendLoginError(err.errno, err.message, sqlstate=err.sqlstate)
+            if first == b"\xfe":
+                switch = parse_auth_switch_request(payload)
+                plugin = switch.plugin_name
+                nonce = switch.data.rstrip(b"\x00") or nonce
+                seq += 1
+                _send(ep, _scramble(plugin, secret, nonce), seq)
+                continue
+            if first == b"\x01":
+                seq = await _caching_sha2_more(
+                    ep, payload[1:], seq=seq, secret=secret, nonce=nonce, tls=tls
+                )
+                continue
+            raise RemoteProtocolError(f"unexpected packet 0x{payload[0]:02x} during login")
+
+
+def _scramble(plugin: str, password: bytes, nonce: bytes) -> bytes:
+    if plugin == CACHING_SHA2_PASSWORD:
+        return scramble_caching_sha2(password, nonce)
+    if plugin == MYSQL_NATIVE_PASSWORD:
+        return scramble_native_password(password, nonce)
+    raise BackendLoginError(2059, f"authentication plugin {plugin!r} is not supported")
+
+
+async def _caching_sha2_more(
+    ep: PacketEndpoint, data: bytes, *, seq: int, secret: bytes, nonce: bytes, tls: bool
+) -> int:
+    """One AuthMoreData of caching_sha2_password on the client side; returns the last seq."""
+    if data == bytes((CachingSha2.FAST_AUTH_SUCCESS,)):
+        return seq
+    if data != bytes((CachingSha2.PERFORM_FULL_AUTHENTICATION,)):
+        raise RemoteProtocolError("unexpected AuthMoreData from the backend")
+    if tls:
+        seq += 1
+        _send(ep, secret + b"\x00", seq)
+        return seq
+    seq += 1
+    _send(ep, bytes((CachingSha2.REQUEST_PUBLIC_KEY,)), seq)
+    seq, payload = await ep.read_packet(None)
+    if payload[:1] != b"\x01":
+        raise RemoteProtocolError("expected the backend's public key")
+    seq += 1
+    _send(ep, encrypt_password_rsa(secret, nonce, payload[1:]), seq)
+    return seq

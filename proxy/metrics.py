@@ -1,0 +1,116 @@
+"""The proxy's metrics, exposed in Prometheus text format by the admin endpoint.
+
+The hot path only increments plain integers in :class:`ProxyMetrics`; a ``prometheus_client``
+collector turns them into metric families when ``/metrics`` is scraped.  Each proxy has its own
+``CollectorRegistry`` (no process-global registry), so several proxies in one process (tests)
+do not mix their numbers.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["ProxyMetrics"]
+
+_WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
+
+
+class ProxyMetrics:
+    """Counters of one proxy.  ``gauges`` supplies live values (sessions, connections) at
+    scrape time."""
+
+    def __init__(self) -> None:
+        self.sessions_total = 0
+        self.auth_failures = 0
+        self.client_protocol_errors = 0
+        #: (target kind "primary"/"replica", reason) -> statements routed.
+        self.routed: collections.Counter[tuple[str, str]] = collections.Counter()
+        #: outcome -> waits run.
+        self.waits: collections.Counter[str] = collections.Counter()
+        self.pipelined_waits = 0
+        self.wait_seconds_sum = 0.0
+        self.wait_buckets = [0] * (len(_WAIT_BUCKETS) + 1)
+        self.statement_errors = 0
+        self.backend_lost = 0
+        self.retries = 0
+        self.intercepted = 0
+        self.gauges: Callable[[], dict[str, float]] = dict
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Collector(self))
+
+    def observe_wait(self, outcome: str, seconds: float, *, pipelined: bool) -> None:
+        self.waits[outcome] += 1
+        if pipelined:
+            self.pipelined_waits += 1
+        self.wait_seconds_sum += seconds
+        for i, bound in enumerate(_WAIT_BUCKETS):
+            if seconds <= bound:
+                self.wait_buckets[i] += 1
+                return
+        self.wait_buckets[-1] += 1
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition."""
+        return generate_latest(self.registry)
+
+
+class _Collector(Collector):
+    def __init__(self, metrics: ProxyMetrics) -> None:
+        self._m = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        m = self._m
+        yield _counter("consistent_proxy_sessions", "Client sessions opened", m.sessions_total)
+        yield _counter("consistent_proxy_auth_failures", "Failed client logins", m.auth_failures)
+        yield _counter(
+            "consistent_proxy_client_protocol_errors",
+            "Clients closed for malformed packets",
+            m.client_protocol_errors,
+        )
+        routed = CounterMetricFamily(
+            "consistent_proxy_statements",
+            "Statements routed, by target and reason",
+            labels=["target", "reason"],
+        )
+        for (target, reason), count in sorted(m.routed.items()):
+            routed.add_metric([target, str(reason)], count)
+        yield routed
+        waits = CounterMetricFamily(
+            "consistent_proxy_waits", "Replica waits, by outcome", labels=["outcome"]
+        )
+        for outcome, count in sorted(m.waits.items()):
+            waits.add_metric([outcome], count)
+        yield waits
+        yield _counter(
+            "consistent_proxy_pipelined_waits",
+            "Waits sent in one round trip with their read",
+            m.pipelined_waits,
+        )
+        yield _counter(
+            "consistent_proxy_wait_seconds", "Total time spent in waits", m.wait_seconds_sum
+        )
+        yield _counter(
+            "consistent_proxy_statement_errors", "Statements answered with ERR", m.statement_errors
+        )
+        yield _counter(
+            "consistent_proxy_backend_lost",
+            "Statements whose backend connection died",
+            m.backend_lost,
+        )
+        yield _counter("consistent_proxy_retries", "Reads retried on another server", m.retries)
+        yield _counter(
+            "consistent_proxy_intercepted", "Statements answered by the proxy", m.intercepted
+        )
+        gauges = GaugeMetricFamily("consistent_proxy_state", "Live proxy state", labels=["name"])
+        for name, value in sorted(m.gauges().items()):
+            gauges.add_metric([name], value)
+        yield gauges
+
+
+def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(name, doc, value=value)

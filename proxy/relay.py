@@ -1,0 +1,748 @@
+"""The response relay: finds where each backend response ends, and rewrites only what it must.
+
+A backend's answer to one command is fed to a :class:`ResponseRelay` chunk by chunk as the socket
+delivers it.  The relay walks the packet headers (3-byte length, 1-byte sequence id) and knows,
+from the command and the packets seen so far, what each packet is:
+
+==============  =====================================================================
+command          response
+==============  =====================================================================
+COM_QUERY        OK | ERR | LOCAL INFILE request | result set; result sets and OKs repeat
+                 while their status has ``SERVER_MORE_RESULTS_EXISTS``
+COM_STMT_EXEC    OK | ERR | binary result set (or column definitions and a cursor)
+COM_STMT_PREP    PREPARE_OK, parameter definitions, column definitions | ERR
+COM_FIELD_LIST   column definitions, then a terminator | ERR
+COM_STMT_FETCH   rows, then a terminator | ERR
+others           one packet (OK, ERR, EOF, or COM_STATISTICS' string)
+==============  =====================================================================
+
+A result set is: column count, column definitions, [EOF], rows, terminator.  Without
+``CLIENT_DEPRECATE_EOF`` the terminator is a 5-byte EOF and an EOF also follows the column
+definitions; with it there is no middle EOF and the terminator is an OK packet with a 0xFE
+header, which can carry session state (reference §1.1, §1.5).
+
+Bytes pass through untouched wherever no change is needed; only row packets' first byte and the
+small OK/EOF/ERR packets are ever looked at.  The relay changes the stream in exactly these
+cases, keeping every later sequence id correct (``_delta`` counts packets injected minus
+packets removed):
+
+* the client and the backend differ on ``CLIENT_DEPRECATE_EOF``: the EOF after column (and
+  parameter) definitions is injected or removed, and terminators are translated EOF <-> OK;
+* the client lacks ``CLIENT_SESSION_TRACK``: session state is removed from OK packets (and
+  ``SERVER_SESSION_STATE_CHANGED`` cleared) so that the packet stays what that client expects;
+* COM_STMT_PREPARE: the statement id is replaced by the one the client sees;
+* a LOCAL INFILE request the configuration refuses: it never reaches the client, the backend
+  gets an empty file, and the client gets an ERR instead of the final OK.
+
+OK packets whose status says the session state changed are kept in :attr:`ResponseRelay.state_oks`
+so that the session can feed the GTIDs they carry to the policy.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Final
+
+from consistent.errors import RemoteProtocolError
+from consistent.protocol import (
+    Capability,
+    ErrPacket,
+    OkPacket,
+    PacketDecoder,
+    ServerStatus,
+    build_err,
+    build_ok,
+    parse_err,
+    parse_ok,
+    parse_text_row,
+)
+from consistent.protocol.constants import MAX_PACKET_PAYLOAD
+
+__all__ = [
+    "ER_NOT_ALLOWED_COMMAND",
+    "QueryResult",
+    "ResponseKind",
+    "ResponseRelay",
+    "discard",
+    "parse_response",
+]
+
+_HEADER: Final = struct.Struct("<I")
+_EOF41: Final = struct.Struct("<BHH")  # 0xFE, warnings, status
+_OK_FE: Final = struct.Struct("<BBBHH")  # 0xFE, 0 affected, 0 insert id, status, warnings
+_MAX: Final = MAX_PACKET_PAYLOAD
+_EOF_MAX_LENGTH: Final = 9  # an EOF is shorter than 9 bytes (reference §1.1)
+
+_DEPRECATE_EOF: Final = int(Capability.DEPRECATE_EOF)
+_SESSION_TRACK: Final = int(Capability.SESSION_TRACK)
+_STATE_CHANGED: Final = int(ServerStatus.SESSION_STATE_CHANGED)
+_MORE_RESULTS: Final = int(ServerStatus.MORE_RESULTS_EXISTS)
+_CURSOR_EXISTS: Final = int(ServerStatus.CURSOR_EXISTS)
+_AUTOCOMMIT: Final = int(ServerStatus.AUTOCOMMIT)
+
+#: mysqld's ER_NOT_ALLOWED_COMMAND, sent for a LOCAL INFILE request the proxy refuses.
+ER_NOT_ALLOWED_COMMAND: Final = 1148
+
+
+class ResponseKind(IntEnum):
+    """Which command a response answers (it decides the response's shape)."""
+
+    #: COM_QUERY: OK, ERR, LOCAL INFILE, text result sets, multi-results.
+    QUERY = 1
+    #: COM_STMT_EXECUTE: OK, ERR, binary result sets, a cursor.
+    EXECUTE = 2
+    #: COM_STMT_PREPARE.
+    PREPARE = 3
+    #: COM_FIELD_LIST: column definitions and a terminator.
+    FIELD_LIST = 4
+    #: COM_STMT_FETCH: rows and a terminator.
+    FETCH = 5
+    #: One packet: OK, ERR, EOF (COM_SET_OPTION) or a string (COM_STATISTICS).
+    SIMPLE = 6
+
+
+class _S(IntEnum):
+    """Relay states (what the next packet is)."""
+
+    FIRST = 0  # first packet of a result: OK / ERR / INFILE / column count
+    COLDEFS = 1  # column definitions of a result set, counted
+    COLDEF_EOF = 2  # the EOF after them (backend without DEPRECATE_EOF)
+    ROWS = 3  # rows until a terminator or ERR
+    PREPARE_FIRST = 4
+    PARAMS = 5  # parameter definitions of a prepared statement, counted
+    PCOLS = 6  # column definitions of a prepared statement, counted
+    BLOCK_EOF = 7  # the EOF after a prepared statement's definitions
+    SIMPLE = 8
+    INFILE_REFUSED = 9  # the backend's answer to the empty file we sent instead of the client
+    DONE = 10
+
+
+# Plain ints for the feed loop (enum attribute lookups cost more than the comparisons).
+_ROWS: Final = int(_S.ROWS)
+_DONE: Final = int(_S.DONE)
+_COUNTED: Final = frozenset({int(_S.COLDEFS), int(_S.PARAMS), int(_S.PCOLS)})
+
+_INITIAL: Final = {
+    ResponseKind.QUERY: _S.FIRST,
+    ResponseKind.EXECUTE: _S.FIRST,
+    ResponseKind.PREPARE: _S.PREPARE_FIRST,
+    ResponseKind.FIELD_LIST: _S.ROWS,
+    ResponseKind.FETCH: _S.ROWS,
+    ResponseKind.SIMPLE: _S.SIMPLE,
+}
+
+
+def discard(_data: bytes | bytearray | memoryview) -> None:
+    """A sink that drops what it is given (a pipelined read whose wait timed out)."""
+
+
+def _skip_lenenc(payload: bytes, pos: int) -> int:
+    first = payload[pos]
+    if first < 0xFB:
+        return pos + 1
+    if first == 0xFC:
+        return pos + 3
+    if first == 0xFD:
+        return pos + 4
+    if first == 0xFE:
+        return pos + 9
+    raise RemoteProtocolError(f"invalid length-encoded integer prefix 0x{first:02x}")
+
+
+def _ok_status(payload: bytes) -> tuple[int, int]:
+    """Status flags and warning count of an OK packet (0x00 or 0xFE header)."""
+    if len(payload) >= 7 and payload[1] < 0xFB and payload[2] < 0xFB:
+        return payload[3] | payload[4] << 8, payload[5] | payload[6] << 8
+    pos = _skip_lenenc(payload, _skip_lenenc(payload, 1))
+    if len(payload) < pos + 4:
+        raise RemoteProtocolError("truncated OK packet")
+    return payload[pos] | payload[pos + 1] << 8, payload[pos + 2] | payload[pos + 3] << 8
+
+
+def _eof_status(payload: bytes) -> tuple[int, int]:
+    """Status flags and warning count of a 5-byte EOF packet."""
+    if len(payload) < 5:
+        return _AUTOCOMMIT, 0
+    return payload[3] | payload[4] << 8, payload[1] | payload[2] << 8
+
+
+def _lenenc_value(payload: bytes) -> int:
+    first = payload[0]
+    if first < 0xFB:
+        return first
+    end = _skip_lenenc(payload, 0)
+    if len(payload) < end:
+        raise RemoteProtocolError("truncated column count")
+    return int.from_bytes(payload[1:end], "little")
+
+
+class ResponseRelay:
+    """Relays one response from a backend connection to a sink (see the module docstring).
+
+    ``write`` receives the bytes for the client (it may be replaced until the first byte is
+    fed, which is how a pipelined read is released or discarded).  ``status_hint`` is the
+    status used for an injected EOF.  ``local_infile`` allows LOCAL INFILE requests to reach
+    the client; ``client_stmt_id`` is the id the client sees for a statement being prepared.
+    """
+
+    __slots__ = (
+        "_after",
+        "_bcaps",
+        "_bdep",
+        "_ccaps",
+        "_cdep",
+        "_cont",
+        "_count",
+        "_ctrack",
+        "_delta",
+        "_drop",
+        "_eof_after",
+        "_infile_pending",
+        "_need",
+        "_next",
+        "_pending_eof",
+        "_stash",
+        "_state",
+        "client_stmt_id",
+        "done",
+        "error",
+        "infile",
+        "infile_seq",
+        "kind",
+        "last_seq",
+        "local_infile",
+        "on_done",
+        "on_infile",
+        "on_lost",
+        "prepared",
+        "state_oks",
+        "status",
+        "write",
+        "wrote",
+    )
+
+    def __init__(
+        self,
+        kind: ResponseKind,
+        backend_caps: int,
+        client_caps: int,
+        write: Callable[[bytes | bytearray | memoryview], object],
+        *,
+        status_hint: int = _AUTOCOMMIT,
+        local_infile: bool = False,
+        client_stmt_id: int | None = None,
+    ) -> None:
+        self.kind = kind
+        self.write = write
+        self._bcaps = backend_caps
+        self._ccaps = client_caps
+        self._bdep = bool(backend_caps & _DEPRECATE_EOF)
+        self._cdep = bool(client_caps & _DEPRECATE_EOF)
+        self._ctrack = bool(client_caps & _SESSION_TRACK)
+        self._state = _INITIAL[kind]
+        self._count = 0
+        self._need = 0
+        self._cont = False
+        self._delta = 0
+        self._drop = False
+        self._after = False
+        self._eof_after = False
+        self._infile_pending = False
+        self._stash = b""
+        self._pending_eof = False
+        self._next = _S.DONE
+        self.local_infile = local_infile
+        self.client_stmt_id = client_stmt_id
+        #: True once the response's last packet was processed.
+        self.done = False
+        #: Status flags of the last OK/EOF seen (the hint until then).
+        self.status = status_hint
+        #: The ERR payload, when the response ended with an error.
+        self.error: bytes | None = None
+        #: OK payloads (as the backend sent them) that carry session state.
+        self.state_oks: list[bytes] | None = None
+        #: True once any byte went to the sink.
+        self.wrote = False
+        #: Sequence id of the last packet given to the sink (-1: none yet).
+        self.last_seq = -1
+        #: COM_STMT_PREPARE: (backend statement id, number of columns, number of params).
+        self.prepared: tuple[int, int, int] | None = None
+        #: The file name of a LOCAL INFILE request passed to the client.
+        self.infile: bytes | None = None
+        #: Backend sequence id of that request (the file's packets follow it).
+        self.infile_seq = 0
+        #: Called with the relay when a LOCAL INFILE request arrived (passed or refused).
+        self.on_infile: Callable[[ResponseRelay], None] | None = None
+        #: Called with the relay when the response is complete.
+        self.on_done: Callable[[ResponseRelay], None] | None = None
+        #: Called with the relay and the reason when the backend connection died first.
+        self.on_lost: Callable[[ResponseRelay, BaseException | None], None] | None = None
+
+    @property
+    def mid_packet(self) -> bool:
+        """True when part of a packet went to the sink and the rest has not arrived: the
+        client's stream cannot take another packet until the connection is closed."""
+        return self._need > 0
+
+    @property
+    def next_seq(self) -> int:
+        """The sequence id a packet appended to the client's stream must carry."""
+        return (self.last_seq + 1) & 0xFF
+
+    def fail_seq(self, command_seq: int) -> int:
+        """Sequence id for an ERR that replaces the rest of this response."""
+        return self.next_seq if self.last_seq >= 0 else (command_seq + 1) & 0xFF
+
+    # ----------------------------------------------------------------- the feed loop
+
+    def feed(self, chunk: bytes) -> int:
+        """Process a chunk from the backend; returns how many of its bytes belong to this
+        response (all of them unless :attr:`done`).  Raises :class:`RemoteProtocolError` on
+        bytes that are not a valid response."""
+        stash = self._stash
+        if stash:
+            data = stash + chunk
+            offset = len(stash)
+            self._stash = b""
+        else:
+            data = chunk
+            offset = 0
+        n = len(data)
+        pos = 0
+        # Bytes data[region:pos] pass through unchanged; ``parts`` collects what goes to the
+        # sink before them once anything had to be changed (None while nothing was).
+        region = 0
+        parts: list[bytes] | None = None
+        need = self._need
+        delta = self._delta
+        state = self._state
+        cont = self._cont
+        bdep = self._bdep
+        try:
+            while True:
+                if need:
+                    if n - pos < need:
+                        need -= n - pos
+                        pos = n
+                        break
+                    pos += need
+                    need = 0
+                    if self._after:
+                        # The last counted definition is complete: inject its EOF, or finish.
+                        self._after = False
+                        if self._eof_after:
+                            self._eof_after = False
+                            if parts is None:
+                                parts = []
+                            parts.append(data[region:pos])
+                            parts.append(self._frame_eof(self.last_seq + 1))
+                            delta += 1
+                            region = pos
+                        if state == _DONE:
+                            self.done = True
+                            break
+                if n - pos < 4:
+                    break
+                length = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+                seq = data[pos + 3]
+                if cont or state in _COUNTED:
+                    # Passed through without looking inside: continuation packets and
+                    # column/parameter definitions (counted).
+                    if delta:
+                        if parts is None:
+                            parts = []
+                        parts.append(data[region:pos])
+                        parts.append(_HEADER.pack(length | ((seq + delta) & 0xFF) << 24))
+                        region = pos + 4
+                    self.last_seq = (seq + delta) & 0xFF
+                    pos += 4
+                    need = length
+                    if length == _MAX:
+                        cont = True
+                        continue
+                    was_cont = cont
+                    cont = False
+                    if not was_cont and state != _ROWS:
+                        self._count -= 1
+                        if self._count == 0:
+                            self._state = state
+                            self._end_block()
+                            state = self._state
+                            if not need and self._after:
+                                need = 0  # handled at the top of the loop on the next turn
+                                self._after = False
+                                if self._eof_after:
+                                    self._eof_after = False
+                                    if parts is None:
+                                        parts = []
+                                    parts.append(data[region:pos])
+                                    parts.append(self._frame_eof(self.last_seq + 1))
+                                    delta += 1
+                                    region = pos
+                                if state == _DONE:
+                                    self.done = True
+                                    break
+                    continue
+                if state == _ROWS:
+                    if n - pos < 5:
+                        break
+                    first = data[pos + 4]
+                    if (first == 0xFE and length < _MAX and (bdep or length < _EOF_MAX_LENGTH)) or (
+                        first == 0xFF
+                    ):
+                        if n - pos - 4 < length:
+                            break
+                        payload = data[pos + 4 : pos + 4 + length]
+                        if self._pending_eof:
+                            self._pending_eof = False
+                            cursor = (
+                                first == 0xFE
+                                and self.kind == ResponseKind.EXECUTE
+                                and _ok_status(payload)[0] & _CURSOR_EXISTS
+                            )
+                            if not cursor:
+                                if parts is None:
+                                    parts = []
+                                parts.append(data[region:pos])
+                                parts.append(self._frame_eof(seq + delta))
+                                delta += 1
+                                region = pos
+                        rep = self._terminator(payload) if first == 0xFE else self._err(payload)
+                        state = self._state
+                    else:
+                        if self._pending_eof:
+                            self._pending_eof = False
+                            if parts is None:
+                                parts = []
+                            parts.append(data[region:pos])
+                            parts.append(self._frame_eof(seq + delta))
+                            delta += 1
+                            region = pos
+                        if delta:
+                            if parts is None:
+                                parts = []
+                            parts.append(data[region:pos])
+                            parts.append(_HEADER.pack(length | ((seq + delta) & 0xFF) << 24))
+                            region = pos + 4
+                        self.last_seq = (seq + delta) & 0xFF
+                        cont = length == _MAX
+                        pos += 4
+                        need = length
+                        continue
+                else:
+                    if n - pos - 4 < length:
+                        break
+                    if length >= _MAX:
+                        raise RemoteProtocolError("unexpected 16 MiB packet in a response")
+                    payload = data[pos + 4 : pos + 4 + length]
+                    self._state = state
+                    rep = _HANDLERS[state](self, payload)
+                    state = self._state
+                end = pos + 4 + length
+                if self._drop:
+                    self._drop = False
+                    if parts is None:
+                        parts = []
+                    parts.append(data[region:pos])
+                    region = end
+                    delta -= 1
+                elif rep is not None:
+                    if parts is None:
+                        parts = []
+                    parts.append(data[region:pos])
+                    parts.append(_HEADER.pack(len(rep) | ((seq + delta) & 0xFF) << 24) + rep)
+                    self.last_seq = (seq + delta) & 0xFF
+                    region = end
+                else:
+                    if delta:
+                        if parts is None:
+                            parts = []
+                        parts.append(data[region:pos])
+                        parts.append(_HEADER.pack(length | ((seq + delta) & 0xFF) << 24))
+                        region = pos + 4
+                    self.last_seq = (seq + delta) & 0xFF
+                pos = end
+                if self._infile_pending:
+                    self._infile_pending = False
+                    self.infile_seq = seq
+                    if not self.local_infile:
+                        delta -= 1  # the empty file the session sends takes a sequence id
+                    if self.on_infile is not None:
+                        self._state = state
+                        self.on_infile(self)
+                if state == _DONE:
+                    self.done = True
+                    break
+        finally:
+            self._need = need
+            self._delta = delta
+            self._state = state
+            self._cont = cont
+        if not self.done and pos < n and not need:
+            self._stash = data[pos:]
+        if parts is None:
+            if region < pos:
+                self.wrote = True
+                self.write(data if region == 0 and pos == n else data[region:pos])
+        else:
+            if region < pos:
+                parts.append(data[region:pos])
+            self.wrote = True
+            self.write(b"".join(parts))
+        if self.done:
+            return pos - offset
+        return len(chunk)
+
+    # ----------------------------------------------------------------- packet handlers
+
+    def _frame_eof(self, seq: int) -> bytes:
+        status = self.status & ~_STATE_CHANGED & ~_MORE_RESULTS
+        payload = _EOF41.pack(0xFE, 0, status)
+        self.last_seq = seq & 0xFF
+        return _HEADER.pack(len(payload) | (seq & 0xFF) << 24) + payload
+
+    def _end_block(self) -> None:
+        """After the last counted definition: decide what comes next.  The EOF a client
+        without DEPRECATE_EOF expects is injected after the packet's body (prepared
+        statements) or before the first row (result sets, see ``_pending_eof``: a cursor's
+        response has no rows and its own terminator)."""
+        state = self._state
+        self._after = True
+        if state == _S.COLDEFS:
+            if self._bdep:
+                self._state = _S.ROWS
+                self._pending_eof = not self._cdep
+            else:
+                self._state = _S.COLDEF_EOF
+            return
+        nxt = _S.DONE
+        if state == _S.PARAMS and self.prepared is not None and self.prepared[1]:
+            nxt = _S.PCOLS
+            self._count = self.prepared[1]
+        if self._bdep:
+            self._state = nxt
+            self._eof_after = not self._cdep
+        else:
+            self._state = _S.BLOCK_EOF
+            self._next = nxt
+
+    def _first(self, payload: bytes) -> bytes | None:
+        if not payload:
+            raise RemoteProtocolError("empty response packet")
+        first = payload[0]
+        if first == 0x00:
+            rep = self._ok(payload)
+            if not self.status & _MORE_RESULTS:
+                self._state = _S.DONE
+            return rep
+        if first == 0xFF:
+            return self._err(payload)
+        if first == 0xFB and self.kind == ResponseKind.QUERY:
+            return self._infile(payload)
+        if first == 0xFE:
+            raise RemoteProtocolError("unexpected 0xFE packet at the start of a result")
+        count = _lenenc_value(payload)
+        if count == 0:
+            raise RemoteProtocolError("a result set without columns")
+        self._count = count
+        self._state = _S.COLDEFS
+        return None
+
+    def _coldef_eof(self, payload: bytes) -> bytes | None:
+        if not payload or payload[0] != 0xFE:
+            raise RemoteProtocolError("expected an EOF after the column definitions")
+        status, warnings = _eof_status(payload)
+        self.status = status
+        if status & _CURSOR_EXISTS and self.kind == ResponseKind.EXECUTE:
+            # A cursor was opened: no rows follow (they come with COM_STMT_FETCH).
+            self._state = _S.DONE
+            if self._cdep:
+                return _OK_FE.pack(0xFE, 0, 0, status, warnings)
+            return None
+        self._state = _S.ROWS
+        if self._cdep:
+            self._drop = True
+        return None
+
+    def _block_eof(self, payload: bytes) -> bytes | None:
+        if not payload or payload[0] != 0xFE:
+            raise RemoteProtocolError("expected an EOF after the definitions")
+        self._state = self._next
+        if self._cdep:
+            self._drop = True
+        return None
+
+    def _prepare_first(self, payload: bytes) -> bytes | None:
+        if not payload:
+            raise RemoteProtocolError("empty response packet")
+        if payload[0] == 0xFF:
+            return self._err(payload)
+        if payload[0] != 0x00 or len(payload) < 9:
+            raise RemoteProtocolError("not a COM_STMT_PREPARE_OK")
+        stmt_id = int.from_bytes(payload[1:5], "little")
+        columns = payload[5] | payload[6] << 8
+        params = payload[7] | payload[8] << 8
+        self.prepared = (stmt_id, columns, params)
+        if params:
+            self._state = _S.PARAMS
+            self._count = params
+        elif columns:
+            self._state = _S.PCOLS
+            self._count = columns
+        else:
+            self._state = _S.DONE
+        if self.client_stmt_id is None:
+            return None
+        return payload[:1] + self.client_stmt_id.to_bytes(4, "little") + payload[5:]
+
+    def _simple(self, payload: bytes) -> bytes | None:
+        self._state = _S.DONE
+        if not payload:
+            return None
+        first = payload[0]
+        if first == 0x00:
+            return self._ok(payload)
+        if first == 0xFF:
+            return self._err(payload)
+        if first == 0xFE and (self._bdep or len(payload) < _EOF_MAX_LENGTH):
+            rep = self._terminator(payload)
+            self._state = _S.DONE
+            return rep
+        return None
+
+    def _ok(self, payload: bytes) -> bytes | None:
+        status, _warnings = _ok_status(payload)
+        self.status = status
+        if status & _STATE_CHANGED:
+            if self.state_oks is None:
+                self.state_oks = [payload]
+            else:
+                self.state_oks.append(payload)
+            if not self._ctrack:
+                return self._strip(payload, status)
+        return None
+
+    def _strip(self, payload: bytes, status: int) -> bytes:
+        """The OK without its session state, for a client without CLIENT_SESSION_TRACK."""
+        ok = parse_ok(payload, self._bcaps)
+        bare = OkPacket(
+            ok.affected_rows,
+            ok.last_insert_id,
+            ServerStatus(status & ~_STATE_CHANGED),
+            ok.warnings,
+            ok.info,
+            (),
+            ok.header,
+        )
+        return build_ok(bare, self._ccaps)
+
+    def _terminator(self, payload: bytes) -> bytes | None:
+        """The packet that ends a result set (or answers COM_SET_OPTION): an OK with a 0xFE
+        header from a DEPRECATE_EOF backend, else an EOF; translated for the client."""
+        if self._bdep:
+            status, warnings = _ok_status(payload)
+            self.status = status
+            self._state = _S.FIRST if status & _MORE_RESULTS else _S.DONE
+            if status & _STATE_CHANGED:
+                if self.state_oks is None:
+                    self.state_oks = [payload]
+                else:
+                    self.state_oks.append(payload)
+            if not self._cdep:
+                return _EOF41.pack(0xFE, warnings, status & ~_STATE_CHANGED)
+            if status & _STATE_CHANGED and not self._ctrack:
+                return self._strip(payload, status)
+            return None
+        status, warnings = _eof_status(payload)
+        self.status = status
+        self._state = _S.FIRST if status & _MORE_RESULTS else _S.DONE
+        if self._cdep:
+            return _OK_FE.pack(0xFE, 0, 0, status, warnings)
+        return None
+
+    def _err(self, payload: bytes) -> bytes | None:
+        self.error = payload
+        self._state = _S.DONE
+        return None
+
+    def _infile(self, payload: bytes) -> bytes | None:
+        self.infile = payload[1:]
+        self._infile_pending = True
+        if not self.local_infile:
+            # Refused: the client never sees the request; the session sends the backend an
+            # empty file and the backend's answer becomes an ERR.
+            self._drop = True
+            self._state = _S.INFILE_REFUSED
+        return None
+
+    def _infile_refused(self, payload: bytes) -> bytes | None:
+        if payload and payload[0] == 0x00:
+            self.status = _ok_status(payload)[0] & ~_MORE_RESULTS
+        self._state = _S.DONE
+        err = build_err(
+            ErrPacket(
+                ER_NOT_ALLOWED_COMMAND,
+                "42000",
+                "LOAD DATA LOCAL INFILE is disabled by the proxy configuration",
+            ),
+            self._ccaps,
+        )
+        self.error = err
+        return err
+
+
+#: Handlers of the states whose packets are read whole.
+_HANDLERS: Final[dict[int, Callable[[ResponseRelay, bytes], bytes | None]]] = {
+    _S.FIRST: ResponseRelay._first,
+    _S.COLDEF_EOF: ResponseRelay._coldef_eof,
+    _S.PREPARE_FIRST: ResponseRelay._prepare_first,
+    _S.BLOCK_EOF: ResponseRelay._block_eof,
+    _S.SIMPLE: ResponseRelay._simple,
+    _S.INFILE_REFUSED: ResponseRelay._infile_refused,
+}
+
+
+# ----------------------------------------------------------------- internal queries
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """What an internal query returned: an OK, an ERR, or the rows of a text result set."""
+
+    ok: OkPacket | None = None
+    error: ErrPacket | None = None
+    rows: tuple[tuple[bytes | None, ...], ...] = ()
+
+    def scalar(self) -> bytes | None:
+        """The first column of the first row (``None`` when there is none)."""
+        return self.rows[0][0] if self.rows and self.rows[0] else None
+
+
+def parse_response(data: bytes, capabilities: int) -> QueryResult:
+    """Parse the complete response to one text query, as collected by an identity relay
+    (client capabilities equal to the backend's).  Only the first result set is kept."""
+    packets = PacketDecoder().feed(data)
+    if not packets:
+        raise RemoteProtocolError("empty response")
+    first = packets[0].payload
+    if first[:1] == b"\xff":
+        return QueryResult(error=parse_err(first, capabilities))
+    if first[:1] == b"\x00":
+        return QueryResult(ok=parse_ok(first, capabilities))
+    count = _lenenc_value(first)
+    index = 1 + count
+    if not capabilities & _DEPRECATE_EOF:
+        index += 1
+    rows: list[tuple[bytes | None, ...]] = []
+    deprecate = bool(capabilities & _DEPRECATE_EOF)
+    for packet in packets[index:]:
+        payload = packet.payload
+        if payload[:1] == b"\xff":
+            return QueryResult(error=parse_err(payload, capabilities), rows=tuple(rows))
+        if payload[:1] == b"\xfe" and (deprecate or len(payload) < _EOF_MAX_LENGTH):
+            break
+        rows.append(parse_text_row(payload, count))
+    return QueryResult(rows=tuple(rows))

@@ -1,0 +1,459 @@
+"""The proxy server: listens for clients, runs their sessions, watches the backends.
+
+:class:`ProxyServer` owns everything that lives as long as the process: the listening socket, the
+sessions (one task each, awaited), a :class:`~proxy.backends.BackendServer` and its health monitor
+per configured server, the process-wide :class:`~consistent.policy.ReplicaKnowledge`, the user
+table and the metrics.  :func:`run` runs one on uvloop when it is installed.
+
+Lifecycle::
+
+    server = ProxyServer(config)
+    await server.start()          # detect the flavour, start monitors, listen
+    ...
+    server.reload(new_config)     # SIGHUP: backends and users; sessions in flight keep theirs
+    await server.shutdown()       # stop listening, drain sessions until the deadline, close
+
+The flavour (MySQL or MariaDB) comes from the configuration or from the primary's handshake
+(a replica's if the primary cannot be reached); clients are greeted with that server's version
+string, so that connectors enable the same features as they would talking to it directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import Mapping
+from typing import Final
+
+from consistent.flavors import Flavor, detect_flavor, flavor_by_name
+from consistent.policy import PRIMARY, ReplicaKnowledge
+from consistent.protocol import Capability, ErrPacket, build_err
+from consistent.telemetry import Telemetry, default_telemetry
+from proxy.admin import AdminServer
+from proxy.backends import BackendServer, Credentials, HealthMonitor
+from proxy.config import ConfigError, ProxyConfig
+from proxy.handshake import (
+    BACKEND_CAPABILITIES,
+    AccessDenied,
+    Authenticator,
+    login_ok,
+    proxy_capabilities,
+)
+from proxy.metrics import ProxyMetrics
+from proxy.session import Session
+from proxy.stream import ConnectionClosed, PacketEndpoint, frame
+
+__all__ = ["ProxyServer"]
+
+logger = logging.getLogger(__name__)
+
+ER_CON_COUNT_ERROR: Final = 1040
+ER_SERVER_SHUTDOWN: Final = 1053
+_DEFAULT_VERSIONS: Final = {
+    "mysql": "8.0.36-consistent",
+    "mariadb": "5.5.5-10.11.0-MariaDB-consistent",
+}
+_DEFAULT_CHARSET: Final = 45  # utf8mb4_general_ci
+_LISTEN_BACKLOG: Final = 2048
+
+
+class _ClientEndpoint(PacketEndpoint):
+    """A client connection: hands itself to the server once connected."""
+
+    def __init__(self, server: ProxyServer) -> None:
+        super().__init__(max_payload=server.config.max_allowed_packet)
+        self._server = server
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._server._accepted(self)
+
+
+def _server_tls(config: ProxyConfig) -> ssl.SSLContext | None:
+    tls = config.tls
+    if tls is None:
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(tls.cert, tls.key)
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigError(f"cannot load the TLS certificate or key: {e}") from None
+    return context
+
+
+def _backend_tls(config: ProxyConfig) -> ssl.SSLContext | None:
+    b = config.backends
+    if not b.tls:
+        return None
+    context = ssl.create_default_context(cafile=str(b.tls_ca) if b.tls_ca else None)
+    if not b.tls_verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+class ProxyServer:
+    """See the module docstring.  ``knowledge`` may be injected (tests control its clock)."""
+
+    def __init__(
+        self,
+        config: ProxyConfig,
+        *,
+        knowledge: ReplicaKnowledge | None = None,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self._config = config
+        #: Statement spans go here (the process's telemetry, from the environment, unless
+        #: one is given).
+        self._telemetry = telemetry if telemetry is not None else default_telemetry()
+        self._knowledge = knowledge if knowledge is not None else ReplicaKnowledge()
+        self._metrics = ProxyMetrics()
+        self._metrics.gauges = self._gauges
+        self._authenticator = Authenticator(config.users)
+        self._servers: dict[str, BackendServer] = {}
+        self._monitor_tasks: set[asyncio.Task[None]] = set()
+        self._logins: dict[_ClientEndpoint, asyncio.Task[None]] = {}
+        self._sessions: dict[int, Session] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pending_logins = 0
+        self._next_id = 1
+        self._listener: asyncio.Server | None = None
+        self._flavor: Flavor | None = None
+        self._server_version = ""
+        self._charset = _DEFAULT_CHARSET
+        self._front_tls = _server_tls(config)
+        self._backend_tls = _backend_tls(config)
+        self._closing = False
+        self._admin: AdminServer | None = None
+        self.reloads = 0
+
+    # ----------------------------------------------------------------- SessionHost
+
+    @property
+    def config(self) -> ProxyConfig:
+        return self._config
+
+    @property
+    def knowledge(self) -> ReplicaKnowledge:
+        return self._knowledge
+
+    @property
+    def metrics(self) -> ProxyMetrics:
+        return self._metrics
+
+    @property
+    def authenticator(self) -> Authenticator:
+        return self._authenticator
+
+    @property
+    def telemetry(self) -> Telemetry:
+        return self._telemetry
+
+    @property
+    def flavor(self) -> Flavor:
+        if self._flavor is None:
+            raise RuntimeError("the proxy has not started")
+        return self._flavor
+
+    def servers(self) -> Mapping[str, BackendServer]:
+        return self._servers
+
+    def session(self, connection_id: int) -> Session | None:
+        return self._sessions.get(connection_id)
+
+    @property
+    def sessions(self) -> Mapping[int, Session]:
+        return self._sessions
+
+    # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def admin_port(self) -> int | None:
+        """The admin endpoint's port, when it is configured."""
+        return self._admin.port if self._admin is not None else None
+
+    @property
+    def port(self) -> int:
+        """The TCP port clients connect to."""
+        if self._listener is None or not self._listener.sockets:
+            raise RuntimeError("the proxy is not listening")
+        return int(self._listener.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        """Start monitors, learn the flavour, listen."""
+        self._apply_backends(self._config)
+        await self._detect()
+        loop = asyncio.get_running_loop()
+        listen = self._config.listen
+        self._listener = await loop.create_server(
+            lambda: _ClientEndpoint(self), listen.host, listen.port, backlog=_LISTEN_BACKLOG
+        )
+        if self._config.admin is not None:
+            self._admin = AdminServer(
+                self._config.admin, metrics=self._metrics.render, status=self.status
+            )
+            await self._admin.start()
+        logger.info(
+            "proxy listening on %s:%d (%s, primary %s, %d replicas)",
+            listen.host,
+            self.port,
+            self.flavor.name,
+            self._config.backends.primary,
+            len(self._config.backends.replicas),
+        )
+
+    def _credentials(self, config: ProxyConfig) -> Credentials:
+        b = config.backends
+        return Credentials(
+            user=b.user,
+            password=b.password,
+            database=None,
+            charset=None,
+            capabilities=int(BACKEND_CAPABILITIES),
+        )
+
+    def _apply_backends(self, config: ProxyConfig) -> None:
+        """Create servers and monitors for ``config``'s backends; stop the monitors of
+        servers it no longer names (sessions in flight keep their server objects)."""
+        b = config.backends
+        wanted = {PRIMARY: b.primary, **{a.name: a for a in b.replicas}}
+        for name, server in list(self._servers.items()):
+            if wanted.get(name) != server.address:
+                self._stop_monitor(server)
+                del self._servers[name]
+        for name, address in wanted.items():
+            existing = self._servers.get(name)
+            if existing is not None:
+                if existing.monitor is not None:
+                    existing.monitor.set_credentials(self._credentials(config))
+                continue
+            server = BackendServer(
+                name,
+                address,
+                connect_timeout=b.connect_timeout,
+                max_payload=config.max_allowed_packet,
+                tls_context=self._backend_tls,
+            )
+            server.monitor = HealthMonitor(
+                server,
+                self._credentials(config),
+                self._knowledge,
+                lambda: self._flavor,
+                interval=b.monitor_interval,
+            )
+            self._servers[name] = server
+            task = asyncio.get_running_loop().create_task(server.monitor.run())
+            server.monitor_task = task
+            self._monitor_tasks.add(task)
+            task.add_done_callback(self._monitor_done)
+
+    def _stop_monitor(self, server: BackendServer) -> None:
+        if server.monitor is not None:
+            server.monitor.stop()
+        if server.monitor_task is not None:
+            server.monitor_task.cancel()
+
+    def _monitor_done(self, task: asyncio.Task[None]) -> None:
+        self._monitor_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("a backend monitor failed", exc_info=task.exception())
+
+    async def _detect(self) -> None:
+        """Flavour, version string and charset for the greeting."""
+        config = self._config
+        monitors = [s.monitor for s in self._servers.values() if s.monitor is not None]
+        waits = [asyncio.ensure_future(m.first_login.wait()) for m in monitors]
+        timeout = config.backends.connect_timeout
+        try:
+            if waits:
+                await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        primary = self._servers[PRIMARY].monitor
+        found = [m for m in [primary, *monitors] if m is not None and m.server_version]
+        version = found[0].server_version if found else None
+        if config.backends.flavor is not None:
+            self._flavor = flavor_by_name(config.backends.flavor)
+        elif version is not None:
+            self._flavor = detect_flavor(version)
+        else:
+            raise ConfigError(
+                "cannot detect the servers' flavour (no backend answered within "
+                f"{timeout:g}s): set backends.flavor"
+            )
+        self._server_version = (
+            config.server_version or version or _DEFAULT_VERSIONS[self._flavor.name]
+        )
+        if found and found[0].server_charset:
+            self._charset = found[0].server_charset or _DEFAULT_CHARSET
+
+    def reload(self, config: ProxyConfig) -> None:
+        """Adopt a new configuration: users and backends.  Sessions in flight keep the
+        configuration they started with; the listening address does not change."""
+        self._authenticator.users = config.users
+        self._backend_tls = _backend_tls(config)
+        self._front_tls = _server_tls(config)
+        self._apply_backends(config)
+        if self._admin is not None and config.admin is not None:
+            self._admin.set_token(config.admin)
+        self._config = config
+        self.reloads += 1
+        logger.info(
+            "configuration reloaded: %d users, primary %s, %d replicas",
+            len(config.users),
+            config.backends.primary,
+            len(config.backends.replicas),
+        )
+
+    async def shutdown(self, timeout: float | None = None) -> None:
+        """Stop accepting; let sessions finish their command (and transaction) until the
+        deadline, then close the rest; stop the monitors."""
+        deadline = self._config.shutdown_timeout if timeout is None else timeout
+        self._closing = True
+        if self._listener is not None:
+            self._listener.close()
+        for ep, task in list(self._logins.items()):
+            ep.abort()  # not a session yet: nothing to drain
+            task.cancel()
+        for session in list(self._sessions.values()):
+            session.drain()
+        tasks = set(self._tasks)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=deadline)
+            if pending:
+                logger.warning("%d sessions still open at the deadline: closing", len(pending))
+                for session in list(self._sessions.values()):
+                    session.abort()
+                await asyncio.wait(pending, timeout=5.0)
+        for server in self._servers.values():
+            self._stop_monitor(server)
+        monitors = list(self._monitor_tasks)
+        if monitors:
+            await asyncio.wait(monitors, timeout=5.0)
+        if self._admin is not None:
+            await self._admin.close()
+        if self._listener is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5.0):
+                    await self._listener.wait_closed()
+        logger.info("proxy stopped")
+
+    # ----------------------------------------------------------------- clients
+
+    def _accepted(self, ep: _ClientEndpoint) -> None:
+        task = asyncio.get_running_loop().create_task(self._serve(ep))
+        self._tasks.add(task)
+        task.add_done_callback(self._client_done)
+
+    def _client_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("client task failed", exc_info=task.exception())
+
+    async def _serve(self, ep: _ClientEndpoint) -> None:
+        config = self._config
+        peer = ep.transport.get_extra_info("peername") if ep.transport else None
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else "localhost"
+        if self._closing or len(self._sessions) + self._pending_logins >= config.max_connections:
+            errno, message = (
+                (ER_SERVER_SHUTDOWN, "Server shutdown in progress")
+                if self._closing
+                else (ER_CON_COUNT_ERROR, "Too many connections")
+            )
+            ep.write(
+                frame(build_err(ErrPacket(errno, "08004", message), Capability.PROTOCOL_41), 0)
+            )
+            ep.close()
+            await ep.wait_closed(5.0)
+            return
+        connection_id = self._next_id
+        self._next_id = self._next_id % 0xFFFFFFFF + 1
+        self._pending_logins += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._logins[ep] = task
+        try:
+            login = await self._authenticator.login(
+                ep,
+                connection_id=connection_id,
+                server_version=self._server_version,
+                charset=self._charset,
+                capabilities=proxy_capabilities(
+                    tls=self._front_tls is not None, local_infile=config.local_infile
+                ),
+                default_plugin=config.default_auth_plugin,
+                host=host,
+                tls_context=self._front_tls,
+                require_tls=config.tls is not None and config.tls.require,
+                timeout=config.connect_timeout,
+            )
+        except AccessDenied as e:
+            self._metrics.auth_failures += 1
+            logger.info("login refused from %s: %s", host, e.msg)
+            ep.close()
+            await ep.wait_closed(5.0)
+            return
+        except (ConnectionClosed, TimeoutError, OSError, ssl.SSLError) as e:
+            logger.debug("client %s went away during login: %r", host, e)
+            ep.abort()
+            return
+        except Exception as e:  # malformed handshake and the like: this client only
+            self._metrics.client_protocol_errors += 1
+            logger.info("bad handshake from %s: %s", host, e)
+            ep.abort()
+            return
+        finally:
+            self._pending_logins -= 1
+            self._logins.pop(ep, None)
+        ep.write(frame(login_ok(login.capabilities), login.next_seq))
+        session = Session(
+            self,
+            ep,
+            connection_id=connection_id,
+            user=login.user.name,
+            level=login.user.level,
+            capabilities=login.capabilities,
+            charset=login.charset,
+            database=login.database,
+            nonce=login.nonce,
+            peer=host,
+            tls=login.tls,
+        )
+        self._sessions[connection_id] = session
+        self._metrics.sessions_total += 1
+        try:
+            session.start()
+            if ep.closed:
+                session.abort()
+            await session.wait_closed()
+        finally:
+            self._sessions.pop(connection_id, None)
+
+    # ----------------------------------------------------------------- observability
+
+    def _gauges(self) -> dict[str, float]:
+        gauges: dict[str, float] = {
+            "sessions": len(self._sessions),
+            "logins_in_progress": self._pending_logins,
+        }
+        for server in self._servers.values():
+            gauges[f"backend_connections{{{server.name}}}"] = server.open_connections
+        return gauges
+
+    def status(self) -> dict[str, object]:
+        """The ``/status`` document."""
+        flavor = self._flavor
+        return {
+            "flavor": flavor.name if flavor is not None else None,
+            "server_version": self._server_version,
+            "listen": self._config.listen.name,
+            "reloads": self.reloads,
+            "backends": [
+                server.status(self._knowledge, flavor) for server in self._servers.values()
+            ],
+            "sessions": [session.status() for session in self._sessions.values()],
+        }

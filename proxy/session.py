@@ -1,0 +1,706 @@
+"""One client session: commands in, routed by the policy, responses relayed back.
+
+The session drives :class:`~consistent.policy.SessionPolicy` exactly as its docstring says
+(route, then fetch/wait/execute, then report success or error) and re-implements none of it.
+
+Two paths serve a command:
+
+* the *fast path*, synchronous in the client's ``data_received``: the policy names a server
+  whose connection is open and in the session's state, the command bytes are written to it, and
+  the backend's ``data_received`` relays the response and reports completion — no task switch,
+  no copy of row data;
+* the *slow path*, a task, for everything that must wait: opening a backend connection,
+  replaying session state on it, waits that cannot be pipelined, reading the primary's executed
+  state, preludes, preparing a statement on a replica, resets.
+
+A wait on a replica is pipelined with the read when that is safe (a replica-safe read outside a
+transaction, on a connection already in the session's state): both go in one write; the wait's
+answer, processed before the first byte of the read's, decides whether the read's response goes
+to the client or is discarded (timeout: the policy then names the fallback).
+
+Commands are served one at a time; whatever the client sends meanwhile is buffered (bounded:
+reading from the client pauses), except the file a LOCAL INFILE request asked for, which flows to
+the backend as it arrives.
+
+Failure rules: a read whose replica dies before any byte reached the client is retried where
+the policy says; a replica dying mid-response gives the client ERR 2013 and the session goes on;
+the primary dying with a command in flight gives ERR 2013 and closes the session (nothing sent
+to the primary is ever replayed).  A primary connection lost while idle is reopened
+transparently unless the session had state only it held (a transaction, a pin), in which case
+the next command gets ERR 2013 and the session closes.  A malformed client packet closes this
+client only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from typing import Final
+
+from consistent.classify import Classification, StatementKind, classify
+from consistent.errors import Error, MalformedGtidSet, RemoteProtocolError
+from consistent.flavors import WaitOutcome as FlavorWait
+from consistent.policy import (
+    PRIMARY,
+    Action,
+    Decision,
+    Level,
+    WaitOutcome,
+)
+from consistent.protocol import (
+    ServerStatus,
+    parse_ok,
+)
+from consistent.protocol.constants import Command
+from proxy.backends import BackendConnection
+from proxy.clientio import ClientInput
+from proxy.intercept import Intercept, parse_intercept, parse_kill, single_value_result
+from proxy.relay import QueryResult, ResponseKind, ResponseRelay, discard, parse_response
+from proxy.sessionbase import (
+    CR_SERVER_LOST,
+    ER_MALFORMED_PACKET,
+    ER_NET_PACKET_TOO_LARGE,
+    ER_STMT_HAS_NO_OPEN_CURSOR,
+    ER_UNKNOWN_COM_ERROR,
+    ER_UNKNOWN_ERROR,
+    ER_UNKNOWN_STMT_HANDLER,
+    ER_WRONG_VALUE_FOR_VAR,
+    SessionHost,
+)
+from proxy.slowpath import SlowPath
+from proxy.statements import PreparedStatement, execute_packets
+from proxy.stream import frame_command
+
+__all__ = ["Session", "SessionHost"]
+
+logger = logging.getLogger(__name__)
+
+_EXECUTE: Final = Action.EXECUTE
+_EXECUTE_KIND: Final = ResponseKind.EXECUTE
+_FIELD_LIST_STATEMENT: Final = classify("SHOW COLUMNS FROM t")
+_IN_TRANS: Final = int(ServerStatus.IN_TRANS)
+_PIPELINABLE: Final = frozenset({ResponseKind.QUERY, ResponseKind.EXECUTE, ResponseKind.FIELD_LIST})
+_QUERY: Final = ResponseKind.QUERY
+_SESSION_STATE: Final = StatementKind.SESSION_STATE
+_WAIT_OUTCOMES: Final = {
+    FlavorWait.SATISFIED: WaitOutcome.REACHED,
+    FlavorWait.TIMEOUT: WaitOutcome.TIMED_OUT,
+    FlavorWait.UNAVAILABLE: WaitOutcome.ERROR,
+}
+
+
+class Session(ClientInput, SlowPath):
+    """One authenticated client (see the module docstring)."""
+
+    def _command(self, raw: bytes, payload: bytes, reply_seq: int) -> None:
+        if self._broken is not None:
+            self._reply_err(CR_SERVER_LOST, "HY000", self._broken, reply_seq)
+            self.close(self._broken)
+            return
+        self._raw = raw
+        self._payload = payload
+        self._reply_seq = reply_seq
+        self._ps = None
+        self._post = None
+        handler = _COMMANDS.get(payload[0]) if payload else None
+        try:
+            if handler is None:
+                self._reply_err(
+                    ER_UNKNOWN_COM_ERROR,
+                    "08S01",
+                    "Unknown command" if not payload else "Command not supported by the proxy",
+                    reply_seq,
+                )
+                return
+            handler(self, payload)
+        except RemoteProtocolError as e:
+            self._protocol_error(ER_MALFORMED_PACKET, "HY000", f"Malformed packet: {e}", reply_seq)
+        except Exception:
+            logger.exception("session %d: command 0x%02x failed", self.id, payload[0])
+            self._fail_command(ER_UNKNOWN_ERROR, "HY000", "internal proxy error")
+
+    def _cmd_query(self, payload: bytes) -> None:
+        sql = payload[1:]
+        if b"@@" in sql:
+            found = parse_intercept(sql)
+            if found is not None:
+                self._intercept(found)
+                return
+        first = sql[:16].lstrip()[:1]
+        if first in (b"K", b"k"):
+            kill = parse_kill(sql)
+            if kill is not None:
+                self._busy = True
+                self._spawn(self._kill(kill.connection_id, kill.query_only))
+                return
+        text = sql.decode("utf-8", "surrogateescape")
+        stmt = classify(text)
+        if (
+            stmt.is_multi_statement
+            and not stmt.must_use_primary
+            and self._config.multi_statements_to_primary
+        ):
+            stmt = dataclasses.replace(
+                stmt, must_use_primary=True, primary_reason="multi_statement"
+            )
+        self._kind = _QUERY
+        self._route(stmt, text)
+
+    def _cmd_init_db(self, payload: bytes) -> None:
+        schema = payload[1:].decode("utf-8", "surrogateescape")
+
+        def record(relay: ResponseRelay) -> None:
+            if relay.error is None:
+                self.policy.record_schema(schema)
+                self._schema = schema
+
+        self._direct(PRIMARY, ResponseKind.SIMPLE, record)
+
+    def _cmd_ping(self, _payload: bytes) -> None:
+        if self._ready_conn(PRIMARY) is not None:
+            self._direct(PRIMARY, ResponseKind.SIMPLE)
+        else:
+            self._reply_ok()
+
+    def _cmd_quit(self, _payload: bytes) -> None:
+        self.close()
+
+    def _cmd_simple_primary(self, _payload: bytes) -> None:
+        self._direct(PRIMARY, ResponseKind.SIMPLE)
+
+    def _cmd_field_list(self, _payload: bytes) -> None:
+        self._kind = ResponseKind.FIELD_LIST
+        self._route(_FIELD_LIST_STATEMENT, "")
+
+    def _cmd_prepare(self, payload: bytes) -> None:
+        sql = payload[1:].decode("utf-8", "surrogateescape")
+        client_id = self._statements.new_id()
+        stmt = classify(sql)
+        if stmt.is_multi_statement and not stmt.must_use_primary:
+            stmt = dataclasses.replace(
+                stmt, must_use_primary=True, primary_reason="multi_statement"
+            )
+
+        def register(relay: ResponseRelay) -> None:
+            conn = self._conn
+            if relay.error is not None or relay.prepared is None or conn is None:
+                return
+            backend_id, columns, params = relay.prepared
+            self._statements.add(PreparedStatement(client_id, sql, stmt, params, columns))
+            conn.statements[client_id] = backend_id
+
+        self._direct(PRIMARY, ResponseKind.PREPARE, register, client_stmt_id=client_id)
+
+    def _statement(self, payload: bytes, command: str) -> PreparedStatement | None:
+        if len(payload) < 5:
+            raise RemoteProtocolError(f"{command} is too short")
+        client_id = int.from_bytes(payload[1:5], "little")
+        ps = self._statements.get(client_id)
+        if ps is None:
+            self._reply_err(
+                ER_UNKNOWN_STMT_HANDLER,
+                "HY000",
+                f"Unknown prepared statement handler ({client_id}) given to {command}",
+                self._reply_seq,
+            )
+        return ps
+
+    def _cmd_execute(self, payload: bytes) -> None:
+        if len(payload) < 10:
+            raise RemoteProtocolError("COM_STMT_EXECUTE is too short")
+        ps = self._statements.get(int.from_bytes(payload[1:5], "little"))
+        if ps is None:
+            self._statement(payload, "mysqld_stmt_execute")  # answers the error
+            return
+        if ps.num_params:
+            ps.note_execute(payload)
+        if ps.long_data_overflow:
+            ps.reset_long_data()
+            self._reply_err(
+                ER_NET_PACKET_TOO_LARGE,
+                "08S01",
+                "Parameter data sent with COM_STMT_SEND_LONG_DATA exceeds max_allowed_packet",
+                self._reply_seq,
+            )
+            return
+        self._ps = ps
+        self._kind = _EXECUTE_KIND
+        self._route(ps.classification, ps.sql)
+
+    def _cmd_long_data(self, payload: bytes) -> None:
+        if len(payload) < 7:
+            raise RemoteProtocolError("COM_STMT_SEND_LONG_DATA is too short")
+        ps = self._statements.get(int.from_bytes(payload[1:5], "little"))
+        if ps is not None:  # mysqld ignores unknown ids here: there is no response
+            ps.add_long_data(payload, self._config.max_allowed_packet)
+
+    def _cmd_close_statement(self, payload: bytes) -> None:
+        if len(payload) < 5:
+            raise RemoteProtocolError("COM_STMT_CLOSE is too short")
+        client_id = int.from_bytes(payload[1:5], "little")
+        self._statements.remove(client_id)
+        for conn in self._conns.values():
+            backend_id = conn.statements.pop(client_id, None)
+            conn.statement_types.pop(client_id, None)
+            if backend_id is not None and not conn.closed:
+                conn.write(frame_command(b"\x19" + backend_id.to_bytes(4, "little")))
+
+    def _cmd_reset_statement(self, payload: bytes) -> None:
+        ps = self._statement(payload, "mysqld_stmt_reset")
+        if ps is None:
+            return
+        ps.reset_long_data()
+        conn = ps.last_conn
+        if conn is None or conn.closed or ps.client_id not in conn.statements:
+            self._reply_ok()
+            return
+        wire = frame_command(b"\x1a" + conn.statements[ps.client_id].to_bytes(4, "little"))
+        self._direct_on(conn, ResponseKind.SIMPLE, wire)
+
+    def _cmd_fetch(self, payload: bytes) -> None:
+        ps = self._statement(payload, "mysqld_stmt_fetch")
+        if ps is None:
+            return
+        conn = ps.last_conn
+        if conn is None or conn.closed or ps.client_id not in conn.statements:
+            self._reply_err(
+                ER_STMT_HAS_NO_OPEN_CURSOR,
+                "HY000",
+                f"The statement ({ps.client_id}) has no open cursor.",
+                self._reply_seq,
+            )
+            return
+        body = payload[:1] + conn.statements[ps.client_id].to_bytes(4, "little") + payload[5:]
+        self._direct_on(conn, ResponseKind.FETCH, frame_command(body))
+
+    def _cmd_reset_connection(self, _payload: bytes) -> None:
+        self._busy = True
+        self._spawn(self._reset_connection())
+
+    def _cmd_change_user(self, payload: bytes) -> None:
+        self._busy = True
+        self._spawn(self._change_user(payload))
+
+    def _cmd_process_kill(self, payload: bytes) -> None:
+        if len(payload) < 5:
+            raise RemoteProtocolError("COM_PROCESS_KILL is too short")
+        self._busy = True
+        self._spawn(self._kill(int.from_bytes(payload[1:5], "little"), query_only=False))
+
+    def _route(self, stmt: Classification, text: str) -> None:
+        self._busy = True
+        if self._tracing:
+            span = self._tracer.statement(text)
+            span.__enter__()
+            self._span = span
+        self._execute(self.policy.route(stmt, text))
+
+    def _execute(self, d: Decision) -> None:
+        """Act on a decision: on the fast path when possible, else in a task."""
+        if self._tracing:
+            self._span.decision(d)
+        action = d.action
+        if action is _EXECUTE:
+            if not d.prelude:
+                conn = self._ready_conn(d.target)
+                if conn is not None and (self._ps is None or self._ps.client_id in conn.statements):
+                    self._send(conn, d)
+                    return
+        elif action is Action.WAIT:
+            if self._pipelinable(d):
+                conn = self._ready_conn(d.target)
+                if conn is not None and (self._ps is None or self._ps.client_id in conn.statements):
+                    self._send_pipelined(conn, d)
+                    return
+        elif action is Action.DEFER:
+            self._account(d)
+            self._reply_ok()
+            return
+        elif action is Action.FAIL:
+            self._account(d)
+            self._reply_error(d.error)
+            return
+        self._spawn(self._slow(d))
+
+    def _wire(self, conn: BackendConnection) -> bytes:
+        ps = self._ps
+        if ps is None:
+            return self._raw
+        ps.last_conn = conn
+        wire = execute_packets(self._payload, self._raw, ps, conn)
+        if ps.long_data_size:
+            ps.reset_long_data()
+        return wire
+
+    def _new_relay(self, conn: BackendConnection, kind: ResponseKind) -> ResponseRelay:
+        relay = ResponseRelay(
+            kind,
+            conn.caps,
+            self.caps,
+            self._write,
+            status_hint=conn.status,
+            local_infile=self._local_infile,
+        )
+        relay.on_done = self._done_cb
+        relay.on_lost = self._lost_cb
+        relay.on_infile = self._infile_cb
+        return relay
+
+    def _send(self, conn: BackendConnection, d: Decision | None) -> None:
+        """Send the current command to ``conn`` with the response going to the client."""
+        relay = ResponseRelay(
+            self._kind,
+            conn.caps,
+            self.caps,
+            self._write,
+            status_hint=conn.status,
+            local_infile=self._local_infile,
+        )
+        relay.on_done = self._done_cb
+        relay.on_lost = self._lost_cb
+        relay.on_infile = self._infile_cb
+        self._decision = d
+        self._target = conn.name
+        self._conn = conn
+        self._relay = relay
+        ps = self._ps
+        if ps is None:
+            conn.submit(self._raw, relay)
+            return
+        ps.last_conn = conn
+        wire = execute_packets(self._payload, self._raw, ps, conn)
+        if ps.long_data_size:
+            ps.reset_long_data()
+        conn.submit(wire, relay)
+
+    def _pipelinable(self, d: Decision) -> bool:
+        return (
+            self._config.pipeline_waits
+            and self._kind in _PIPELINABLE
+            and d.statement.replica_safe
+            and not self.policy.in_transaction
+            and d.wait_set is not None
+        )
+
+    def _send_pipelined(self, conn: BackendConnection, d: Decision) -> None:
+        """The wait and the read in one write; the wait's answer releases or discards the
+        read's response (see the module docstring)."""
+        assert d.wait_set is not None
+        timeout = d.wait_timeout or self.policy.config.wait_timeout
+        wait_sql = self._flavor.wait_statement(d.wait_set, timeout)
+        collected = bytearray()
+        wait = ResponseRelay(
+            _QUERY, conn.caps, conn.caps, collected.extend, status_hint=conn.status
+        )
+        read = ResponseRelay(self._kind, conn.caps, self.caps, discard, status_hint=conn.status)
+        started = time.monotonic()
+
+        def waited(relay: ResponseRelay) -> None:
+            self._guarded(
+                self._pipelined_wait_done, relay, bytes(collected), read, conn, d, started
+            )
+
+        def wait_lost(_relay: ResponseRelay, _exc: BaseException | None) -> None:
+            self._guarded(self._pipelined_wait_lost, conn, d, started)
+
+        wait.on_done = waited
+        wait.on_lost = wait_lost
+        read.on_lost = lambda _r, _e: None  # the wait's failure handler covers both
+        self._decision = d
+        self._target = conn.name
+        self._conn = conn
+        self._relay = read
+        conn.submit_many(
+            [(frame_command(b"\x03" + wait_sql.encode()), wait), (self._wire(conn), read)]
+        )
+
+    def _pipelined_wait_done(
+        self,
+        _relay: ResponseRelay,
+        collected: bytes,
+        read: ResponseRelay,
+        conn: BackendConnection,
+        d: Decision,
+        started: float,
+    ) -> None:
+        duration = time.monotonic() - started
+        outcome = self._wait_outcome(parse_response(collected, conn.caps))
+        self._metrics.observe_wait(outcome.value, duration, pipelined=True)
+        if self._tracing:
+            self._span.wait(d, outcome, duration)
+        nxt = self.policy.on_wait(d, outcome, duration=duration)
+        if nxt.action is _EXECUTE and nxt.target == d.target and not nxt.prelude:
+            read.write = self._write
+            read.on_done = self._done_cb
+            read.on_lost = self._lost_cb
+            self._decision = nxt
+            return
+
+        def discarded(_r: ResponseRelay) -> None:
+            self._guarded(self._continue, nxt)
+
+        def discard_lost(_r: ResponseRelay, _e: BaseException | None) -> None:
+            self._guarded(self._continue, nxt)
+
+        read.on_done = discarded
+        read.on_lost = discard_lost
+
+    def _pipelined_wait_lost(self, conn: BackendConnection, d: Decision, started: float) -> None:
+        self._forget(conn)
+        duration = time.monotonic() - started
+        self._metrics.observe_wait(WaitOutcome.FAILED.value, duration, pipelined=True)
+        if self._tracing:
+            self._span.wait(d, WaitOutcome.FAILED, duration)
+        self._continue(self.policy.on_wait(d, WaitOutcome.FAILED, duration=duration))
+
+    def _continue(self, d: Decision) -> None:
+        self._relay = None
+        self._conn = None
+        self._execute(d)
+
+    def _wait_outcome(self, result: QueryResult) -> WaitOutcome:
+        if result.error is not None:
+            logger.warning(
+                "session %d: replica refused the wait: %s", self.id, result.error.message
+            )
+            return WaitOutcome.ERROR
+        try:
+            return _WAIT_OUTCOMES[self._flavor.interpret_wait_result(result.scalar())]
+        except Error:
+            return WaitOutcome.ERROR
+
+    def _direct(
+        self,
+        target: str,
+        kind: ResponseKind,
+        post: Callable[[ResponseRelay], None] | None = None,
+        *,
+        client_stmt_id: int | None = None,
+    ) -> None:
+        """Send the current command to ``target`` without asking the policy (commands
+        that are not statements: COM_INIT_DB, COM_PING, COM_STMT_PREPARE…)."""
+        self._busy = True
+        self._kind = kind
+        self._post = post
+        conn = self._ready_conn(target)
+        if conn is not None:
+            self._send_direct(conn, client_stmt_id)
+        else:
+            self._spawn(self._slow_direct(target, client_stmt_id))
+
+    def _send_direct(self, conn: BackendConnection, client_stmt_id: int | None) -> None:
+        relay = self._new_relay(conn, self._kind)
+        relay.client_stmt_id = client_stmt_id
+        self._decision = None
+        self._target = conn.name
+        self._conn = conn
+        self._relay = relay
+        conn.submit(self._raw, relay)
+
+    def _direct_on(self, conn: BackendConnection, kind: ResponseKind, wire: bytes) -> None:
+        self._busy = True
+        self._kind = kind
+        relay = self._new_relay(conn, kind)
+        self._decision = None
+        self._target = conn.name
+        self._conn = conn
+        self._relay = relay
+        conn.submit(wire, relay)
+
+    def _on_response(self, relay: ResponseRelay) -> None:
+        try:
+            d = self._decision
+            if d is not None and relay.state_oks is None and relay.error is None:
+                # The common case: a statement that succeeded without session state.
+                policy = self.policy
+                policy.on_success(d)
+                stmt = d.statement
+                if stmt.kind is _SESSION_STATE and d.target == PRIMARY:
+                    self._session_state_changed(d, self._conn)
+                if policy.in_transaction and d.target == PRIMARY:
+                    policy.observe_status(PRIMARY, in_transaction=bool(relay.status & _IN_TRANS))
+                self.statements += 1
+                self._last = d
+                self._metrics.routed[(d.target, d.reason)] += 1
+            else:
+                self._complete(relay, d)
+            post = self._post
+            if post is not None:
+                self._post = None
+                post(relay)
+        except Exception:
+            logger.exception("session %d: completing a response failed", self.id)
+        self._done()
+
+    def _complete(self, relay: ResponseRelay, d: Decision | None) -> None:
+        conn = self._conn
+        oks = relay.state_oks
+        if oks and conn is not None:
+            self._observe(conn, oks)
+        if relay.error is not None:
+            self._metrics.statement_errors += 1
+            if self._tracing:
+                self._span_error(relay.error)
+        if d is None:
+            return
+        policy = self.policy
+        if relay.error is None:
+            policy.on_success(d)
+            stmt = d.statement
+            if stmt.kind is _SESSION_STATE and d.target == PRIMARY:
+                self._session_state_changed(d, conn)
+        else:
+            policy.on_error(d, connection_lost=False)
+        if d.target == PRIMARY and policy.in_transaction:
+            policy.observe_status(PRIMARY, in_transaction=bool(relay.status & _IN_TRANS))
+        self._account(d)
+
+    def _session_state_changed(self, d: Decision, conn: BackendConnection | None) -> None:
+        stmt = d.statement
+        if stmt.schema is not None:
+            self._schema = stmt.schema
+        if conn is not None and "SESSION_TRACK" in d.sql.upper():
+            conn.tracking = None  # the client changed the trackers: re-assert ours
+
+    def _observe(self, conn: BackendConnection, oks: list[bytes]) -> None:
+        """GTIDs from OK packets, to the policy."""
+        flavor = self._flavor
+        policy = self.policy
+        for payload in oks:
+            try:
+                state = flavor.gtids_from_ok(parse_ok(payload, conn.caps))
+            except RemoteProtocolError as e:
+                logger.warning("undecodable session state from %s: %s", conn.address, e)
+                continue
+            if state is not None:
+                policy.observe_gtids(conn.name, state)
+                if self._tracing and conn.name == PRIMARY:
+                    self._span.produced(state)
+
+    def _on_response_lost(self, relay: ResponseRelay, exc: BaseException | None) -> None:
+        try:
+            self._response_lost(relay, exc)
+        except Exception:
+            logger.exception("session %d: handling a lost backend failed", self.id)
+            self.abort()
+
+    def _response_lost(self, relay: ResponseRelay, exc: BaseException | None) -> None:
+        conn = self._conn
+        if conn is not None:
+            self._forget(conn)
+        self._metrics.backend_lost += 1
+        d = self._decision
+        target = self._target
+        where = conn.address.name if conn is not None else target
+        if relay.mid_packet:
+            # Part of a packet reached the client: nothing valid can follow it.
+            if d is not None:
+                self.policy.on_error(d, connection_lost=True)
+            self.abort()
+            return
+        seq = relay.fail_seq(self._reply_seq - 1)
+        if target == PRIMARY:
+            if d is not None:
+                self.policy.on_error(d, connection_lost=True)
+            message = (
+                f"Lost connection to the primary {where} during the query ({exc or 'closed'}); "
+                "it is not retried: reconnect"
+            )
+            self._reply_err(CR_SERVER_LOST, "HY000", message, seq)
+            self.close(message)
+            return
+        retry = self.policy.on_error(d, connection_lost=True) if d is not None else None
+        if retry is not None and not relay.wrote:
+            self._metrics.retries += 1
+            self._relay = None
+            self._conn = None
+            self._execute(retry)
+            return
+        self._reply_err(
+            CR_SERVER_LOST,
+            "HY000",
+            f"Lost connection to the replica {where} during the query ({exc or 'closed'})",
+            seq,
+        )
+
+    def _intercept(self, found: Intercept) -> None:
+        self._metrics.intercepted += 1
+        policy = self.policy
+        if found.action == "select":
+            value = policy.level.value if found.variable == "level" else policy.token
+            self._write(
+                single_value_result(found.column, value, self.caps, self._status(), self._reply_seq)
+            )
+            self._done()
+            return
+        value = found.value or ""
+        if found.variable == "level":
+            if value.upper() == "DEFAULT":
+                policy.level = self._user_level or self._config.level
+                self._reply_ok()
+                return
+            try:
+                policy.level = Level.parse(value)
+            except Error:
+                self._reply_err(
+                    ER_WRONG_VALUE_FOR_VAR,
+                    "42000",
+                    f"Variable 'consistent_level' can't be set to the value of '{value}'",
+                    self._reply_seq,
+                )
+                return
+            self._reply_ok()
+            return
+        try:
+            policy.require(value)
+        except MalformedGtidSet as e:
+            self._reply_err(e.errno or 1772, e.sqlstate, e.msg, self._reply_seq)
+            return
+        self._reply_ok()
+
+    def status(self) -> dict[str, object]:
+        """What ``/status`` shows about this session."""
+        policy = self.policy
+        txn = policy.transaction
+        return {
+            "id": self.id,
+            "user": self.user,
+            "peer": self.peer,
+            "tls": self.tls,
+            "level": policy.level.value,
+            "token": policy.token,
+            "autocommit": policy.autocommit,
+            "transaction": None
+            if txn is None
+            else {"read_only": txn.read_only, "server": txn.server},
+            "pins": list(policy.pins),
+            "busy": self._busy,
+            "backends": sorted(self._conns),
+            "prepared_statements": len(self._statements),
+            "statements": self.statements,
+            "last_target": self.last_target,
+            "last_reason": self.last_reason,
+            "age_seconds": round(time.time() - self.started_at, 3),
+        }
+
+
+_COMMANDS: Final[dict[int, Callable[[Session, bytes], None]]] = {
+    Command.QUERY: Session._cmd_query,
+    Command.STMT_EXECUTE: Session._cmd_execute,
+    Command.INIT_DB: Session._cmd_init_db,
+    Command.PING: Session._cmd_ping,
+    Command.QUIT: Session._cmd_quit,
+    Command.FIELD_LIST: Session._cmd_field_list,
+    Command.STMT_PREPARE: Session._cmd_prepare,
+    Command.STMT_SEND_LONG_DATA: Session._cmd_long_data,
+    Command.STMT_CLOSE: Session._cmd_close_statement,
+    Command.STMT_RESET: Session._cmd_reset_statement,
+    Command.STMT_FETCH: Session._cmd_fetch,
+    Command.SET_OPTION: Session._cmd_simple_primary,
+    Command.STATISTICS: Session._cmd_simple_primary,
+    Command.RESET_CONNECTION: Session._cmd_reset_connection,
+    Command.CHANGE_USER: Session._cmd_change_user,
+    Command.PROCESS_KILL: Session._cmd_process_kill,
+}

@@ -1,0 +1,432 @@
+"""The state every part of a client session shares, its lifecycle and its replies.
+
+A session is assembled from three parts that work on this state: :mod:`proxy.clientio` (the
+client's byte stream), :mod:`proxy.slowpath` (everything that must await: backend connections,
+waits, resets) and :mod:`proxy.session` (commands, routing, completion).  The methods each part
+provides to the others are declared here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Final, Protocol
+
+from consistent.errors import Error, OperationalError, RemoteProtocolError
+from consistent.flavors import Flavor
+from consistent.policy import (
+    PRIMARY,
+    Decision,
+    Level,
+    PolicyConfig,
+    ReplicaKnowledge,
+    SessionPolicy,
+    Tracking,
+    WaitOutcome,
+)
+from consistent.protocol import (
+    ErrPacket,
+    OkPacket,
+    ServerStatus,
+    build_err,
+    build_ok,
+    parse_err,
+)
+from consistent.protocol.constants import Capability
+from consistent.telemetry import NOOP_SPAN, StatementSpan, Telemetry
+from proxy.backends import BackendConnection, BackendServer, BackendUnavailable
+from proxy.config import ProxyConfig
+from proxy.handshake import (
+    Authenticator,
+)
+from proxy.metrics import ProxyMetrics
+from proxy.relay import QueryResult, ResponseKind, ResponseRelay
+from proxy.statements import PreparedStatement, StatementRegistry
+from proxy.stream import PacketEndpoint, frame
+
+__all__ = ["Broken", "ReplayFailed", "SessionBase", "SessionHost"]
+
+logger = logging.getLogger(__name__)
+
+# Client-side error numbers (libmysqlclient's CR_*) and server errors the proxy sends.
+CR_CONN_HOST_ERROR: Final = 2003
+CR_SERVER_LOST: Final = 2013
+ER_UNKNOWN_COM_ERROR: Final = 1047
+ER_UNKNOWN_ERROR: Final = 1105
+ER_NET_PACKETS_OUT_OF_ORDER: Final = 1156
+ER_NET_PACKET_TOO_LARGE: Final = 1153
+ER_UNKNOWN_STMT_HANDLER: Final = 1243
+ER_NO_SUCH_THREAD: Final = 1094
+ER_WRONG_VALUE_FOR_VAR: Final = 1231
+ER_STMT_HAS_NO_OPEN_CURSOR: Final = 1421
+ER_MALFORMED_PACKET: Final = 1835
+
+#: Extra seconds a wait's answer may take beyond the wait's own timeout.
+WAIT_SOCKET_MARGIN: Final = 1.0
+
+_TRACKING_OWN: Final = Tracking.OWN
+_QUERY: Final = ResponseKind.QUERY
+
+
+class SessionHost(Protocol):
+    """What a session needs from the proxy that runs it."""
+
+    @property
+    def config(self) -> ProxyConfig: ...
+
+    @property
+    def knowledge(self) -> ReplicaKnowledge: ...
+
+    @property
+    def metrics(self) -> ProxyMetrics: ...
+
+    @property
+    def authenticator(self) -> Authenticator: ...
+
+    @property
+    def flavor(self) -> Flavor: ...
+
+    @property
+    def telemetry(self) -> Telemetry: ...
+
+    def servers(self) -> Mapping[str, BackendServer]: ...
+
+    def session(self, connection_id: int) -> SessionBase | None: ...
+
+
+class ReplayFailed(Exception):
+    """Session state could not be replayed on a replica connection."""
+
+
+class Broken(Exception):
+    """The session cannot go on (primary lost with state only it had)."""
+
+
+class SessionBase:
+    """One authenticated client's state (see the module docstring)."""
+
+    def __init__(
+        self,
+        host: SessionHost,
+        client: PacketEndpoint,
+        *,
+        connection_id: int,
+        user: str,
+        level: Level | None,
+        capabilities: int,
+        charset: int,
+        database: str | None,
+        nonce: bytes,
+        peer: str,
+        tls: bool,
+    ) -> None:
+        config = host.config
+        self._host = host
+        self._config = config
+        self._servers = dict(host.servers())
+        self._flavor = host.flavor
+        self._mariadb = self._flavor.name == "mariadb"
+        # MariaDB has no ALL tracker (the policy fetches the primary's state instead): its
+        # primary connections always track the session's own GTIDs.
+        self._fixed_tracking: Tracking | None = _TRACKING_OWN if self._mariadb else None
+        self._metrics = host.metrics
+        self.id = connection_id
+        self.client = client
+        self.user = user
+        self.peer = peer
+        self.tls = tls
+        self.caps = capabilities
+        self.charset = charset
+        self.database = database
+        self._schema = database
+        self._nonce = nonce
+        self.started_at = time.time()
+        self.policy = SessionPolicy(
+            replicas=config.backends.replica_names,
+            knowledge=host.knowledge,
+            flavor="mariadb" if self._mariadb else "mysql",
+            config=PolicyConfig(
+                level=level or config.level,
+                wait_timeout=config.wait_timeout,
+                on_timeout=config.on_timeout,
+            ),
+        )
+        self._user_level = level
+        self._conns: dict[str, BackendConnection] = {}
+        self._primary_opened = False
+        self._statements = StatementRegistry()
+        self._local_infile = config.local_infile and bool(capabilities & Capability.LOCAL_FILES)
+        self._write = client.write
+        # Client input.
+        self._cbuf = bytearray()
+        self._paused_reading = False
+        self._infile: BackendConnection | None = None
+        self._infile_cont = False
+        # The command being served.
+        self._busy = False
+        self._raw = b""
+        self._payload = b""
+        self._reply_seq = 1
+        self._kind = _QUERY
+        self._decision: Decision | None = None
+        self._target = PRIMARY
+        self._conn: BackendConnection | None = None
+        self._relay: ResponseRelay | None = None
+        self._ps: PreparedStatement | None = None
+        self._post: Callable[[ResponseRelay], None] | None = None
+        self._wait_started = 0.0
+        # Lifecycle.
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+        self._draining = False
+        self._broken: str | None = None
+        self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Observability.
+        self.statements = 0
+        self._last: Decision | None = None
+        # Tracing: one span per routed statement (the shared no-op span when tracing is off).
+        primary = config.backends.primary
+        self._tracer = host.telemetry.session(
+            system=self._flavor.name,
+            addresses={PRIMARY: (primary.host, primary.port)},
+            session_id=f"proxy-{connection_id}-{int(self.started_at * 1000)}",
+        )
+        self._tracing = self._tracer.enabled
+        self._span: StatementSpan = NOOP_SPAN
+        # Bound once: every command hands them to a relay.
+        self._done_cb = self._on_response
+        self._lost_cb = self._on_response_lost
+        self._infile_cb = self._on_infile
+
+    def start(self) -> None:
+        """Enter the command phase."""
+        self.client.on_lost = self._on_client_lost
+        self.client.on_write_paused = self._client_write_paused
+        self.client.stream(self._on_client_data)
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def close(self, reason: str = "") -> None:
+        """Close the client connection (after what was written is sent); the session's
+        backend connections close with it."""
+        if reason:
+            logger.info("closing session %d: %s", self.id, reason)
+        self._closing = True
+        self.client.close()
+
+    def drain(self) -> None:
+        """Graceful shutdown: close now if idle outside a transaction, else once the
+        current command (or transaction) ends."""
+        self._draining = True
+        if not self._busy and not self.policy.in_transaction:
+            self.close("shutdown")
+
+    def abort(self) -> None:
+        """Close everything now."""
+        self._closing = True
+        self.client.abort()
+
+    async def wait_closed(self) -> None:
+        """Wait until the session ended and its resources are released."""
+        await asyncio.shield(self._closed)
+
+    def _on_client_lost(self, _exc: BaseException | None) -> None:
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
+        task = asyncio.get_running_loop().create_task(self._release())
+        task.add_done_callback(self._released)
+
+    async def _release(self) -> None:
+        tasks = list(self._tasks)
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
+        conns = list(self._conns.values())
+        self._conns.clear()
+        quits = []
+        for conn in conns:
+            conn.on_closed = None
+            if conn.busy:
+                conn.abort()
+            else:
+                quits.append(conn.quit())
+        if quits:
+            await asyncio.gather(*quits, return_exceptions=True)
+
+    def _released(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("releasing session %d failed", self.id, exc_info=task.exception())
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("session %d task failed", self.id, exc_info=task.exception())
+            self.abort()
+
+    def _done(self) -> None:
+        """The current command is finished; serve what the client sent meanwhile."""
+        span = self._span
+        if span is not NOOP_SPAN:
+            self._span = NOOP_SPAN
+            span.__exit__(None, None, None)
+        self._busy = False
+        self._relay = None
+        self._decision = None
+        self._ps = None
+        if self._draining and not self.policy.in_transaction:
+            self.close("shutdown")
+            return
+        if self._cbuf:
+            self._pump()
+
+    def _span_error(self, payload: bytes) -> None:
+        try:
+            err = parse_err(payload, self.caps)
+        except RemoteProtocolError:
+            return
+        self._span.fail(OperationalError(err.errno, err.message, sqlstate=err.sqlstate))
+
+    def _forget(self, conn: BackendConnection) -> None:
+        if self._conns.get(conn.name) is conn:
+            del self._conns[conn.name]
+        conn.abort()
+
+    def _guarded(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run a callback from a backend's ``data_received``: a failure ends this command
+        with an error instead of breaking the backend connection's loop."""
+        try:
+            fn(*args)
+        except Exception:
+            logger.exception("session %d: response handling failed", self.id)
+            self._fail_command(ER_UNKNOWN_ERROR, "HY000", "internal proxy error")
+
+    # ----------------------------------------------------------------- commands without policy
+
+    def _account(self, d: Decision) -> None:
+        self.statements += 1
+        self._last = d
+        self._metrics.routed[(d.target, d.reason)] += 1
+
+    @property
+    def last_target(self) -> str | None:
+        """Where the last routed statement went."""
+        return self._last.target if self._last is not None else None
+
+    @property
+    def last_reason(self) -> str | None:
+        """Why, as traces show it (``pinned(temporary_table)``)."""
+        return self._last.reason_text if self._last is not None else None
+
+    def _status(self) -> ServerStatus:
+        policy = self.policy
+        status = ServerStatus.AUTOCOMMIT if policy.autocommit else ServerStatus(0)
+        txn = policy.transaction
+        if txn is not None:
+            status |= ServerStatus.IN_TRANS
+            if txn.read_only:
+                status |= ServerStatus.IN_TRANS_READONLY
+        return status
+
+    def _reply_ok(self) -> None:
+        self._write(frame(build_ok(OkPacket(status=self._status()), self.caps), self._reply_seq))
+        self._done()
+
+    def _reply_err(self, errno: int, sqlstate: str | None, message: str, seq: int) -> None:
+        self._write(frame(build_err(ErrPacket(errno, sqlstate, message), self.caps), seq))
+        if self._span is not NOOP_SPAN:
+            self._span.fail(OperationalError(errno, message, sqlstate=sqlstate))
+        self._done()
+
+    def _reply_error(self, error: Error | None) -> None:
+        if error is None:
+            self._reply_err(ER_UNKNOWN_ERROR, "HY000", "unknown error", self._reply_seq)
+            return
+        self._reply_err(
+            error.errno or ER_UNKNOWN_ERROR, error.sqlstate or "HY000", error.msg, self._reply_seq
+        )
+
+    def _fail_command(self, errno: int, sqlstate: str, message: str) -> None:
+        """End the current command with an ERR, whatever state it was in."""
+        relay = self._relay
+        if relay is not None and relay.mid_packet:
+            self.abort()
+            return
+        seq = (
+            relay.fail_seq(self._reply_seq - 1)
+            if relay is not None and relay.wrote
+            else (self._reply_seq)
+        )
+        conn = self._conn
+        if relay is not None and conn is not None and not relay.done:
+            self._forget(conn)  # its stream position is unknown
+        self._reply_err(errno, sqlstate, message, seq)
+
+    def _unavailable(self, e: BackendUnavailable) -> None:
+        login = e.login_error
+        if login is not None and login.errno is not None:
+            self._reply_err(login.errno, login.sqlstate or "HY000", login.msg, self._reply_seq)
+            return
+        self._reply_err(
+            CR_CONN_HOST_ERROR, "HY000", f"Can't connect to {e.server}: {e.reason}", self._reply_seq
+        )
+
+    def _broken_now(self, message: str) -> None:
+        self._reply_err(CR_SERVER_LOST, "HY000", message, self._reply_seq)
+        self.close(message)
+
+    # ----------------------------------------------------------------- defined by Session
+
+    def _command(self, raw: bytes, payload: bytes, reply_seq: int) -> None:
+        raise NotImplementedError
+
+    def _execute(self, d: Decision) -> None:
+        raise NotImplementedError
+
+    def _send(self, conn: BackendConnection, d: Decision | None) -> None:
+        raise NotImplementedError
+
+    def _send_direct(self, conn: BackendConnection, client_stmt_id: int | None) -> None:
+        raise NotImplementedError
+
+    def _send_pipelined(self, conn: BackendConnection, d: Decision) -> None:
+        raise NotImplementedError
+
+    def _pipelinable(self, d: Decision) -> bool:
+        raise NotImplementedError
+
+    def _wait_outcome(self, result: QueryResult) -> WaitOutcome:
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- defined by the mixins
+
+    def _pump(self) -> None:
+        raise NotImplementedError
+
+    def _on_client_data(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _client_write_paused(self, paused: bool) -> None:
+        raise NotImplementedError
+
+    def _on_infile(self, relay: ResponseRelay) -> None:
+        raise NotImplementedError
+
+    def _ready_conn(self, target: str) -> BackendConnection | None:
+        raise NotImplementedError
+
+    def _on_response(self, relay: ResponseRelay) -> None:
+        raise NotImplementedError
+
+    def _on_response_lost(self, relay: ResponseRelay, exc: BaseException | None) -> None:
+        raise NotImplementedError

@@ -1,0 +1,160 @@
+"""Prepared statements across several backends.
+
+The client sees one statement id per ``COM_STMT_PREPARE``, chosen by the proxy.  Each backend
+connection that has prepared the statement has its own id for it
+(:attr:`~proxy.backends.BackendConnection.statements`): the statement is prepared on the
+primary when the client prepares it, and on a replica the first time an execute of the (read)
+statement is routed there.  Every COM_STMT_EXECUTE / CLOSE / RESET / FETCH / SEND_LONG_DATA is
+rewritten with the id of the connection it goes to.
+
+Two details make moving an execute between servers correct:
+
+* an execute may say "same parameter types as last time" (``new_params_bound = 0``); a server
+  that never received those types would misread the values, so the types are kept here and
+  re-inserted for a connection that has not seen them;
+* ``COM_STMT_SEND_LONG_DATA`` has no response and its data belongs to the next execute, whose
+  server is not known yet: the chunks are kept here (bounded) and sent just before the execute.
+
+https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_com_stmt_execute.html
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from consistent.classify import Classification
+from consistent.errors import RemoteProtocolError
+from proxy.backends import BackendConnection
+from proxy.stream import frame_command, header
+
+__all__ = ["PreparedStatement", "StatementRegistry", "execute_packets"]
+
+# COM_STMT_EXECUTE: command(1) statement_id(4) flags(1) iteration_count(4) = 10 bytes, then
+# the NULL bitmap, new_params_bound_flag(1), types (2 per parameter), values.
+_EXECUTE_HEAD: Final = 10
+_STMT_SEND_LONG_DATA: Final = 0x18
+
+
+@dataclass(slots=True, eq=False)
+class PreparedStatement:
+    """One statement the client prepared."""
+
+    client_id: int
+    sql: str
+    classification: Classification
+    num_params: int
+    num_columns: int
+    #: Parameter types of the last execute that bound them.
+    types: bytes | None = None
+    #: SEND_LONG_DATA payloads for the next execute.
+    long_data: list[bytes] = field(default_factory=list)
+    long_data_size: int = 0
+    long_data_overflow: bool = False
+    #: The connection the last execute went to (COM_STMT_FETCH and RESET follow it).
+    last_conn: BackendConnection | None = None
+
+    def note_execute(self, payload: bytes) -> None:
+        """Remember the types an execute binds (before it is routed anywhere)."""
+        n = self.num_params
+        if not n:
+            return
+        flag_at = _EXECUTE_HEAD + (n + 7) // 8
+        if len(payload) <= flag_at:
+            raise RemoteProtocolError("COM_STMT_EXECUTE is too short for its parameters")
+        if payload[flag_at] == 1:
+            end = flag_at + 1 + 2 * n
+            if len(payload) < end:
+                raise RemoteProtocolError("COM_STMT_EXECUTE is too short for its types")
+            types = payload[flag_at + 1 : end]
+            if types != self.types:
+                self.types = types
+
+    def add_long_data(self, payload: bytes, limit: int) -> None:
+        """Keep a SEND_LONG_DATA chunk; beyond ``limit`` bytes the next execute fails."""
+        self.long_data_size += len(payload)
+        if self.long_data_size > limit:
+            self.long_data_overflow = True
+            self.long_data.clear()
+            return
+        self.long_data.append(payload)
+
+    def reset_long_data(self) -> None:
+        self.long_data.clear()
+        self.long_data_size = 0
+        self.long_data_overflow = False
+
+
+def execute_packets(
+    payload: bytes, raw: bytes, ps: PreparedStatement, conn: BackendConnection
+) -> bytes:
+    """The wire bytes that run the client's execute (``payload``, framed as ``raw``) on
+    ``conn``: its long data, then the execute with ``conn``'s statement id and, when ``conn``
+    lacks them, the parameter types."""
+    id_bytes = conn.statements[ps.client_id].to_bytes(4, "little")
+    n = ps.num_params
+    if n:
+        types = ps.types
+        flag_at = _EXECUTE_HEAD + (n + 7) // 8
+        if types is not None and conn.statement_types.get(ps.client_id) is not types:
+            if payload[flag_at] == 1:
+                conn.statement_types[ps.client_id] = types
+            else:
+                # The client reuses types this server never received: send them.
+                conn.statement_types[ps.client_id] = types
+                body = (
+                    payload[:1]
+                    + id_bytes
+                    + payload[5:flag_at]
+                    + b"\x01"
+                    + types
+                    + payload[flag_at + 1 :]
+                )
+                return _long_data(ps, id_bytes) + frame_command(body)
+    if ps.long_data:
+        prefix = _long_data(ps, id_bytes)
+    elif len(raw) == len(payload) + 4:
+        return raw[:5] + id_bytes + raw[9:]
+    else:
+        prefix = b""
+    return prefix + frame_command(payload[:1] + id_bytes + payload[5:])
+
+
+def _long_data(ps: PreparedStatement, id_bytes: bytes) -> bytes:
+    """The statement's SEND_LONG_DATA chunks, rewritten for one server."""
+    parts = []
+    for chunk in ps.long_data:
+        data = bytes((_STMT_SEND_LONG_DATA,)) + id_bytes + chunk[5:]
+        parts.append(header(len(data), 0) + data)
+    return b"".join(parts)
+
+
+class StatementRegistry:
+    """The client's prepared statements, by the ids the proxy gave them."""
+
+    __slots__ = ("_by_id", "_next")
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, PreparedStatement] = {}
+        self._next = 1
+
+    def new_id(self) -> int:
+        """An id never given out on this session (ids start at 1, as mysqld's)."""
+        value = self._next
+        self._next = value + 1 if value < 0xFFFFFFFF else 1
+        return value
+
+    def add(self, ps: PreparedStatement) -> None:
+        self._by_id[ps.client_id] = ps
+
+    def get(self, client_id: int) -> PreparedStatement | None:
+        return self._by_id.get(client_id)
+
+    def remove(self, client_id: int) -> PreparedStatement | None:
+        return self._by_id.pop(client_id, None)
+
+    def clear(self) -> None:
+        self._by_id.clear()
+
+    def __len__(self) -> int:
+        return len(self._by_id)

@@ -1,0 +1,112 @@
+"""The configuration file: validation, defaults, overrides, secrets kept out of reprs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consistent.policy import Level, OnTimeout
+from proxy.config import Address, ConfigError, apply_overrides, load, parse
+
+
+def minimal(**extra: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "backends": {"primary": "127.0.0.1:3306", "user": "app", "password": "backend-pw"},
+        "users": {"alice": {"password": "alice-pw"}},
+    }
+    data.update(extra)
+    return data
+
+
+def test_defaults_and_addresses() -> None:
+    config = parse(minimal())
+    assert config.listen == Address("127.0.0.1", 6033)
+    assert config.level is Level.READ_OWN_WRITES
+    assert config.on_timeout is OnTimeout.PRIMARY
+    assert config.pipeline_waits is True
+    assert config.backend_deprecate_eof is True
+    assert config.local_infile is False
+    assert config.backends.replicas == ()
+    assert config.backends.monitor_interval == pytest.approx(0.2)
+    assert Address.parse("[::1]:3307") == Address("::1", 3307)
+    assert Address.parse("db").port == 3306
+    assert Address.parse("[::1]:3307").name == "[::1]:3307"
+    assert Address("::1", 1).is_loopback
+    assert not Address("10.0.0.1", 1).is_loopback
+
+
+def test_secrets_stay_out_of_reprs() -> None:
+    config = parse(minimal(admin={"listen": "127.0.0.1:9000", "token": "admin-token-123"}))
+    text = repr(config)
+    for secret in ("backend-pw", "alice-pw", "admin-token-123"):
+        assert secret not in text
+    assert "alice" in text
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"backends": {"user": "x"}, "users": {"a": {"password": "p"}}}, "needs a primary"),
+        ({"backends": {"primary": "h:1"}}, "no open relay"),
+        (minimal(users={"a": {}}), "needs a password"),
+        (minimal(users={"a": {"password_hash": "*XYZ"}}), "40 hex"),
+        (minimal(users={"a": {"password": "p", "plugin": "ed25519"}}), "plugin"),
+        (minimal(level="strong"), "unknown consistency level"),
+        (minimal(on_timeout="panic"), "on_timeout"),
+        (minimal(wait_timeout=0), "positive"),
+        (minimal(surprise=1), "unknown top-level keys"),
+        (minimal(admin={"listen": "0.0.0.0:9000", "token": "long-enough"}), "loopback only"),
+        (minimal(admin={"listen": "127.0.0.1:9000", "token": "short"}), "at least 8"),
+        (minimal(tls={"cert": "c.pem"}), "cert and key"),
+        (
+            {
+                "backends": {"primary": "h:1", "replicas": ["h:1"]},
+                "users": {"a": {"password": "p"}},
+            },
+            "both the primary and a replica",
+        ),
+        ({"backends": {"primary": "h:99999"}, "users": {"a": {"password": "p"}}}, "port"),
+    ],
+)
+def test_invalid_configurations_are_refused(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse(data)
+
+
+def test_overrides_apply_to_the_file_and_paths_are_relative_to_it(tmp_path: Path) -> None:
+    path = tmp_path / "proxy.toml"
+    path.write_text(
+        'listen = "127.0.0.1:7000"\n'
+        "[backends]\n"
+        'primary = "127.0.0.1:3306"\n'
+        'replicas = ["127.0.0.1:3307"]\n'
+        "[tls]\n"
+        'cert = "certs/proxy.pem"\n'
+        'key = "certs/proxy.key"\n'
+        "[users.bob]\n"
+        'password_hash = "*' + "AB" * 20 + '"\n'
+        'level = "eventual"\n'
+    )
+    config = load(
+        path, {"backends.replicas": ["127.0.0.1:4000", "127.0.0.1:4001"], "level": "read_latest"}
+    )
+    assert config.listen.port == 7000
+    assert config.backends.replica_names == ("127.0.0.1:4000", "127.0.0.1:4001")
+    assert config.level is Level.READ_LATEST
+    assert config.users["bob"].level is Level.EVENTUAL
+    assert config.tls is not None
+    assert config.tls.cert == tmp_path / "certs" / "proxy.pem"
+    assert config.source == path.resolve()
+    (tmp_path / "bad.toml").write_text("listen = ")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(tmp_path / "bad.toml")
+
+
+def test_apply_overrides_does_not_touch_the_original() -> None:
+    original = minimal()
+    changed = apply_overrides(original, {"backends.primary": "other:1", "admin.token": "x" * 8})
+    assert original["backends"]["primary"] == "127.0.0.1:3306"
+    assert changed["backends"]["primary"] == "other:1"
+    assert changed["admin"] == {"token": "x" * 8}

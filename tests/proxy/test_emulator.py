@@ -1,0 +1,116 @@
+"""The proxy in front of the emulator (MySQL flavour: GTID sets, OWN_GTID tracking,
+WAIT_FOR_EXECUTED_GTID_SET): read-your-writes through replicas whose channels lag, and a single
+emulated server as the primary, with PyMySQL."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from consistent.emulator import start_topology
+from consistent.emulator.replication import Fixed, LagModel
+from consistent.emulator.replication.threaded import TopologyThread
+from proxy.config import parse
+from proxy.testing import ProxyThread
+
+from .conftest import USERS, connect
+
+LAG = 0.02
+
+
+@pytest.fixture(scope="module")
+def emulated() -> Iterator[TopologyThread]:
+    with start_topology(replicas=2, lag=LagModel(network=Fixed(LAG), workers=1)) as topology:
+        yield topology
+
+
+@pytest.fixture
+def proxy(emulated: TopologyThread) -> Iterator[ProxyThread]:
+    primary = emulated.connection_params()
+    config = parse(
+        {
+            "listen": "127.0.0.1:0",
+            "wait_timeout": 2.0,
+            "backends": {
+                "primary": f"127.0.0.1:{emulated.primary.port}",
+                "replicas": [f"127.0.0.1:{r.port}" for r in emulated.replicas],
+                "user": primary.user,
+                "password": primary.password,
+                "monitor_interval_ms": 50,
+            },
+            "users": USERS,
+        }
+    )
+    with ProxyThread(config) as running:
+        yield running
+
+
+def rows(conn: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def test_read_your_writes_through_lagging_emulated_replicas(
+    proxy: ProxyThread, emulated: TopologyThread
+) -> None:
+    conn = connect(proxy)
+    replicas = {r.port for r in emulated.replicas}
+    try:
+        rows(conn, "CREATE DATABASE IF NOT EXISTS ryw")
+        rows(conn, "CREATE TABLE IF NOT EXISTS ryw.kv (k INT PRIMARY KEY, v INT)")
+        rows(conn, "REPLACE INTO ryw.kv VALUES (1, 0)")
+        violations, on_replicas = [], 0
+        for i in range(1, 101):
+            rows(conn, "UPDATE ryw.kv SET v = %s WHERE k = 1", (i,))
+            value, port = rows(conn, "SELECT v, @@port FROM ryw.kv WHERE k = 1")[0]
+            on_replicas += port in replicas
+            if value != i:
+                violations.append((i, value))
+        assert violations == []
+        assert on_replicas >= 90
+        token = rows(conn, "SELECT @@consistent_token")[0][0]
+        assert token.startswith("mysql:" + emulated.primary.server_uuid)
+    finally:
+        conn.close()
+
+
+def test_the_mariadb_client_through_the_proxy_to_the_emulator(proxy: ProxyThread) -> None:
+    binary = shutil.which("mariadb")
+    if binary is None:
+        pytest.skip("the mariadb client is not installed")
+    script = (
+        "CREATE DATABASE IF NOT EXISTS cli; USE cli;"
+        "CREATE TABLE IF NOT EXISTS t (a INT PRIMARY KEY);"
+        "REPLACE INTO t VALUES (1), (2);"
+        "SELECT COUNT(*) FROM t;"
+        "SELECT @@consistent_token;"
+    )
+    result = subprocess.run(
+        [
+            binary,
+            "-h",
+            "127.0.0.1",
+            "-P",
+            str(proxy.port),
+            "-u",
+            "app",
+            "-papp-secret",
+            "--batch",
+            "--skip-column-names",
+            "-e",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    count, token = result.stdout.splitlines()
+    assert count == "2"
+    assert token.startswith("mysql:")

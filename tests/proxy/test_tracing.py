@@ -1,0 +1,61 @@
+"""Statement spans: the proxy records one per routed statement through the telemetry facade,
+with where it went, why (pins included), what it waited for and the GTIDs it produced."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from consistent import trace
+from consistent.telemetry import MemoryExporter, Telemetry, TelemetryConfig
+from consistent.testing.mariadb import MariaDBTopology
+from consistent.testing.pytest_plugin import CleanDatabase
+from proxy.config import parse
+from proxy.testing import ProxyThread
+
+from .conftest import connect, topology_config
+
+
+@pytest.fixture
+def traced(mariadb_topology: MariaDBTopology) -> Iterator[tuple[ProxyThread, MemoryExporter]]:
+    memory = MemoryExporter()
+    telemetry = Telemetry(TelemetryConfig(schedule_delay=0.05), exporters=[memory])
+    with ProxyThread(parse(topology_config(mariadb_topology)), telemetry=telemetry) as proxy:
+        yield proxy, memory
+    telemetry.shutdown(5)
+
+
+def test_spans_say_where_and_why(
+    traced: tuple[ProxyThread, MemoryExporter],
+    mariadb_database: CleanDatabase,
+    mariadb_topology: MariaDBTopology,
+) -> None:
+    proxy, memory = traced
+    conn = connect(proxy, mariadb_database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE t (a INT)")
+            cur.execute("INSERT INTO t VALUES (1)")
+            cur.execute("SELECT COUNT(*) FROM t")
+            cur.execute("CREATE TEMPORARY TABLE tmp (a INT)")
+            cur.execute("SELECT 1")
+    finally:
+        conn.close()
+    proxy.server.telemetry.flush(5)
+    spans = [r for r in memory.records if r.name == trace.STATEMENT_SPAN]
+    by_op = {}
+    for span in spans:
+        by_op.setdefault(span.attributes.get(trace.DB_OPERATION_NAME), []).append(span.attributes)
+    insert = by_op["INSERT"][-1]
+    assert insert[trace.ROUTE_TARGET] == "primary"
+    assert insert[trace.ROUTE_REASON] == "write"
+    assert str(insert[trace.GTID_PRODUCED]).startswith("0-")
+    read, pinned = by_op["SELECT"][-2], by_op["SELECT"][-1]
+    assert read[trace.ROUTE_ROLE] == "replica"
+    assert read[trace.SERVER_PORT] in {r.port for r in mariadb_topology.replicas}
+    assert read[trace.ROUTE_REASON] in ("waited", "known_covered")
+    assert pinned[trace.ROUTE_TARGET] == "primary"
+    assert pinned[trace.ROUTE_REASON] == "pinned"
+    assert pinned[trace.ROUTE_PINNED_REASON] == "temporary_table"
+    assert {s[trace.SESSION_ID] for s in (insert, read, pinned)} == {insert[trace.SESSION_ID]}
