@@ -25,7 +25,7 @@ from consistent.gtid import GtidState
 from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView
 from consistent.policy.states import covers, distance
 
-__all__ = ["lag_class", "rank_replicas"]
+__all__ = ["best_replica", "lag_class", "rank_replicas"]
 
 # Lags below this are all "caught up"; above it, each doubling is one class.
 _LAG_FLOOR = 0.005
@@ -36,6 +36,41 @@ def lag_class(lag: float | None) -> int:
     if lag is None or lag < _LAG_FLOOR:
         return 0
     return 1 + math.floor(math.log2(lag / _LAG_FLOOR))
+
+
+def _usable(
+    knowledge: ReplicaKnowledge,
+    replicas: Sequence[str],
+    *,
+    exclude: Sequence[str],
+    max_lag: float | None,
+    now: float,
+    ttl: float,
+) -> list[ReplicaView]:
+    views = [v for v in knowledge.views(replicas) if v.healthy(now) and v.name not in exclude]
+    if max_lag is not None:
+        views = [v for v in views if (v.current_lag(now, ttl) or 0.0) <= max_lag]
+    return views
+
+
+def _rank_key(
+    v: ReplicaView, required: GtidState | None, now: float, ttl: float
+) -> tuple[bool, int, int, int, int, str]:
+    if not required or covers(v.executed, required):
+        uncovered, gap = False, 0
+    else:
+        fresh = v.fresh_executed(now, ttl)
+        uncovered, gap = True, 0 if fresh is None else distance(required, fresh)
+    lag, lag_at = v.lag, v.lag_at  # ``v.current_lag``, inlined: every read ranks every replica
+    fresh_lag = None if lag is None or lag_at is None or now - lag_at > ttl else lag
+    return (
+        uncovered,
+        lag_class(fresh_lag),
+        gap.bit_length(),
+        v.last_pick,
+        v.failures,
+        v.name,
+    )
 
 
 def rank_replicas(
@@ -49,26 +84,36 @@ def rank_replicas(
     """The usable replicas among ``replicas``, best first."""
     now = knowledge.now()
     ttl = knowledge.ttl
-    views = [v for v in knowledge.views(replicas) if v.healthy(now) and v.name not in exclude]
-    if max_lag is not None:
-        views = [v for v in views if (v.current_lag(now, ttl) or 0.0) <= max_lag]
+    views = _usable(knowledge, replicas, exclude=exclude, max_lag=max_lag, now=now, ttl=ttl)
     if len(views) < 2:
         return views
-
-    def key(v: ReplicaView) -> tuple[bool, int, int, int, int, str]:
-        if not required or covers(v.executed, required):
-            uncovered, gap = False, 0
-        else:
-            fresh = v.fresh_executed(now, ttl)
-            uncovered, gap = True, 0 if fresh is None else distance(required, fresh)
-        return (
-            uncovered,
-            lag_class(v.current_lag(now, ttl)),
-            gap.bit_length(),
-            v.last_pick,
-            v.failures,
-            v.name,
-        )
-
-    views.sort(key=key)
+    views.sort(key=lambda v: _rank_key(v, required, now, ttl))
     return views
+
+
+def best_replica(
+    knowledge: ReplicaKnowledge,
+    replicas: Sequence[str],
+    *,
+    required: GtidState | None,
+    exclude: Sequence[str] = (),
+    max_lag: float | None = None,
+) -> tuple[ReplicaView, bool] | None:
+    """The first of :func:`rank_replicas`, and whether it is known to cover ``required``
+    (true when nothing is required); ``None`` when no replica is usable.  Routing only needs
+    the best one: this finds it without sorting, and its coverage without a second check."""
+    now = knowledge.now()
+    ttl = knowledge.ttl
+    views = _usable(knowledge, replicas, exclude=exclude, max_lag=max_lag, now=now, ttl=ttl)
+    if not views:
+        return None
+    if len(views) == 1:
+        only = views[0]
+        return only, not required or covers(only.executed, required)
+    best = views[0]
+    best_key = _rank_key(best, required, now, ttl)
+    for v in views[1:]:
+        key = _rank_key(v, required, now, ttl)
+        if key < best_key:
+            best, best_key = v, key
+    return best, not best_key[0]

@@ -80,10 +80,9 @@ from consistent.policy.decision import (
 )
 from consistent.policy.knowledge import ReplicaKnowledge
 from consistent.policy.replay import SCHEMA_KEY, SessionStateLog, quote_schema
-from consistent.policy.selection import rank_replicas
+from consistent.policy.selection import best_replica
 from consistent.policy.states import (
     FlavorName,
-    covers,
     empty_state,
     format_token,
     merge,
@@ -640,26 +639,26 @@ class SessionPolicy:
             if max_lag is None:
                 max_lag = self._config.max_lag
         required = None if eventual else self._required
-        candidates = rank_replicas(
+        found = best_replica(
             self._knowledge, self._replicas, required=required, exclude=seed.tried, max_lag=max_lag
         )
-        if not candidates:
+        if found is None:
             if fallback is not None:
                 return self._to_primary(seed, fallback)
             return self._to_primary(
                 seed, Reason.NO_HEALTHY_REPLICA, "max_lag" if max_lag is not None else None
             )
-        best = candidates[0]
+        best, covered = found
         if eventual:
             return self._on_replica(seed, best.name, Reason.EVENTUAL, best.executed)
         if not fetched and (
             level is Level.READ_LATEST or (level is Level.READ_ALL_WRITES and self._all_stale)
         ):
             return self._step(seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, level.value)
-        required = self._required
+        # Past eventual, ``required`` is the session's required set, which ``covered`` judged.
         if not required:
             return self._on_replica(seed, best.name, Reason.NOTHING_REQUIRED, best.executed)
-        if covers(best.executed, required):
+        if covered:
             return self._on_replica(seed, best.name, Reason.KNOWN_COVERED, best.executed)
         lacking = missing(required, best.executed)
         return self._step(
