@@ -12,6 +12,7 @@ schema, ``@@timestamp`` and the auto-increment value the statement started from)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -72,7 +73,7 @@ class BinlogTransaction:
     sequence_number: int = 0
     is_ddl: bool = False
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         """Approximate size in bytes of the transaction's events, for file positions."""
         return _TRANSACTION_OVERHEAD + sum(len(s.sql.encode()) + 60 for s in self.statements)
@@ -85,11 +86,21 @@ class BinlogFile:
     name: str
     previous_gtids: GtidSet
     transactions: list[BinlogTransaction] = field(default_factory=list)
+    # Running total of the sizes of transactions[:_counted]: a replica asks for the end
+    # position after every transaction, and the file only grows.
+    _counted: int = field(default=0, init=False, repr=False, compare=False)
+    _counted_size: int = field(default=0, init=False, repr=False, compare=False)
 
     @property
     def size(self) -> int:
         """End position of the file (what ``SHOW BINARY LOGS`` calls File_size)."""
-        return _HEADER_BYTES + sum(t.size for t in self.transactions)
+        transactions = self.transactions
+        if len(transactions) < self._counted:  # shrunk: count again
+            self._counted = self._counted_size = 0
+        for index in range(self._counted, len(transactions)):
+            self._counted_size += transactions[index].size
+        self._counted = len(transactions)
+        return _HEADER_BYTES + self._counted_size
 
     @property
     def gtids(self) -> GtidSet:

@@ -124,18 +124,26 @@ class GtidState:
         transaction, as mysqld does for a GTID that was applied before.
         """
         while True:
-            if gtid in self._executed:
-                return False
-            current = self._owned.get(gtid)
-            if current is None or current == owner:
-                self._owned[gtid] = owner
-                return True
+            taken = self.try_acquire(gtid, owner)
+            if taken is not None:
+                return taken
             event = self._released.setdefault(gtid, asyncio.Event())
             await event.wait()
 
+    def try_acquire(self, gtid: Gtid, owner: int) -> bool | None:
+        """:meth:`acquire` without waiting: None when another session owns ``gtid``."""
+        if gtid in self._executed:
+            return False
+        current = self._owned.get(gtid)
+        if current is None or current == owner:
+            self._owned[gtid] = owner
+            return True
+        return None
+
     def generate(self, owner: int) -> Gtid:
         """Own and return the next automatic GTID of this server (smallest free GNO >= 1)."""
-        taken = self._executed | GtidSet(g for g in self._owned if g.uuid == self.server_uuid)
+        owned = [g for g in self._owned if g.uuid == self.server_uuid]
+        taken = self._executed | GtidSet(owned) if owned else self._executed
         gtid = Gtid(self.server_uuid, taken.next_free_gno(self.server_uuid))
         self._owned[gtid] = owner
         return gtid

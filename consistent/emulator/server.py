@@ -12,7 +12,6 @@ binary log, as mysqld does at start (after a clean shutdown or a crash alike).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sqlite3
@@ -30,7 +29,8 @@ from consistent.emulator.gtid_state import GtidState
 from consistent.emulator.session import Session
 from consistent.emulator.sql.catalog import Catalog, ColumnDef, Database, IndexDef, TableDef
 from consistent.emulator.sql.infoschema import VirtualTable, default_virtual_tables
-from consistent.emulator.sql.storage import Storage
+from consistent.emulator.sql.stmtcache import StatementCache
+from consistent.emulator.sql.storage import Storage, WriterLock
 from consistent.emulator.sql.types import TypeSpec
 from consistent.emulator.statements import Handler, Kind
 from consistent.emulator.variables import SYSTEM_VARIABLES
@@ -113,6 +113,8 @@ class EmulatedServer:
         """Extra SHOW forms, keyed by the words after SHOW (see :mod:`.sql.show`)."""
         self.statement_handlers: dict[str, tuple[Handler, Kind]] = {}
         """Extra statements (replication: CHANGE REPLICATION SOURCE, START/STOP REPLICA…)."""
+        self.statement_cache = StatementCache()
+        """Parsed statement shapes and DML plans (see :mod:`.sql.stmtcache`)."""
 
     # ----- configuration ------------------------------------------------------------------
 
@@ -245,7 +247,7 @@ class EmulatedServer:
         self.sessions.clear()
         if self.storage.writer is not None:
             self.storage.writer = None
-            self.storage.lock = asyncio.Lock()
+            self.storage.lock = WriterLock()
         self._internal.close()
         self._internal = self.storage.connect()
         table = gtid_table.fetch_gtids(self._internal)

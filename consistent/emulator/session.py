@@ -22,7 +22,7 @@ import datetime as dt
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from consistent.emulator import gtid_table, prepared, sysvars
 from consistent.emulator import statements as dispatch
@@ -43,7 +43,7 @@ from consistent.emulator.results import (
 from consistent.emulator.sql import functions, infoschema
 from consistent.emulator.sql.catalog import TableDef
 from consistent.emulator.sql.errors import ErrorContext, map_sqlite_error
-from consistent.emulator.sql.lexer import Statement, split_statements
+from consistent.emulator.sql.lexer import Statement
 from consistent.emulator.sql.show import like_match
 from consistent.emulator.sql.storage import SessionStore, TxMode
 from consistent.emulator.sql.translate import TableRef
@@ -54,7 +54,13 @@ from consistent.emulator.tracker import (
     TxReadFlags,
     TxState,
 )
-from consistent.emulator.variables import SYSTEM_VARIABLES, lookup, select_value, value_text
+from consistent.emulator.variables import (
+    SESSION_VARIABLES,
+    SYSTEM_VARIABLES,
+    lookup,
+    select_value,
+    value_text,
+)
 from consistent.gtid import Gtid, GtidSet
 from consistent.protocol.constants import Capability, ServerStatus
 
@@ -64,6 +70,17 @@ if TYPE_CHECKING:
 __all__ = ["Session", "StmtResult"]
 
 logger = logging.getLogger(__name__)
+
+# Plain ints for the per-statement status word (IntFlag arithmetic costs microseconds a time).
+_AUTOCOMMIT: Final = int(ServerStatus.AUTOCOMMIT)
+_IN_TRANS: Final = int(ServerStatus.IN_TRANS)
+_IN_TRANS_READONLY: Final = int(ServerStatus.IN_TRANS_READONLY)
+_NO_BACKSLASH_ESCAPES: Final = int(ServerStatus.NO_BACKSLASH_ESCAPES)
+_MORE_RESULTS_EXISTS: Final = int(ServerStatus.MORE_RESULTS_EXISTS)
+_SESSION_STATE_CHANGED: Final = int(ServerStatus.SESSION_STATE_CHANGED)
+_SESSION_TRACK: Final = int(Capability.SESSION_TRACK)
+_DEPRECATE_EOF: Final = int(Capability.DEPRECATE_EOF)
+_MULTI_STATEMENTS: Final = int(Capability.MULTI_STATEMENTS)
 
 
 class Session:
@@ -91,9 +108,7 @@ class Session:
         self.database = database
         self.connected_at = server.clock()
         self.vars: dict[str, object] = {
-            name: server.global_vars[name]
-            for name, var in SYSTEM_VARIABLES.items()
-            if var.has_session
+            name: server.global_vars[name] for name in SESSION_VARIABLES
         }
         self.vars["pseudo_thread_id"] = connection_id
         self.user_vars: dict[str, object] = {}
@@ -197,7 +212,7 @@ class Session:
     @property
     def has_session_track(self) -> bool:
         """Whether the client announced ``CLIENT_SESSION_TRACK``."""
-        return bool(self.client_capabilities & Capability.SESSION_TRACK)
+        return bool(self.client_capabilities & _SESSION_TRACK)
 
     # ----- tables -------------------------------------------------------------------------
 
@@ -355,6 +370,8 @@ class Session:
         if self.store.mode is TxMode.WRITE:
             return
         timeout = float(str(self.vars["innodb_lock_wait_timeout"]))
+        if timeout > 0 and self.store.try_begin_write():
+            return  # no other writer: nothing to wait for, nothing to interrupt
         self.lock_wait_since = self.server.clock()
         try:
             await self.interruptible(self.store.begin_write(None), timeout)
@@ -505,35 +522,36 @@ class Session:
 
     def status(self) -> ServerStatus:
         """The server status word of the next response."""
-        status = ServerStatus(0)
-        if self.autocommit:
-            status |= ServerStatus.AUTOCOMMIT
+        return ServerStatus(self._status_bits())
+
+    def _status_bits(self) -> int:
+        status = _AUTOCOMMIT if self.autocommit else 0
         if self.in_txn:
-            status |= ServerStatus.IN_TRANS
+            status |= _IN_TRANS
             if self.txn_read_only:
-                status |= ServerStatus.IN_TRANS_READONLY
+                status |= _IN_TRANS_READONLY
         if self.server.global_vars["sql_mode"] and "NO_BACKSLASH_ESCAPES" in str(
             self.vars["sql_mode"]
         ):
-            status |= ServerStatus.NO_BACKSLASH_ESCAPES
+            status |= _NO_BACKSLASH_ESCAPES
         return status
 
     def respond(self, res: StmtResult, *, more: bool = False) -> Outcome:
         """Turn a statement result into a response and run the trackers' end-of-packet step."""
-        status = self.status()
+        status = self._status_bits()
         if more:
-            status |= ServerStatus.MORE_RESULTS_EXISTS
+            status |= _MORE_RESULTS_EXISTS
         can_store = self.has_session_track and (
-            res.result is None or bool(self.client_capabilities & Capability.DEPRECATE_EOF)
+            res.result is None or bool(self.client_capabilities & _DEPRECATE_EOF)
         )
         blocks, changed = self.trackers.respond(can_store=can_store)
         if changed:
-            status |= ServerStatus.SESSION_STATE_CHANGED
+            status |= _SESSION_STATE_CHANGED
         return Outcome(
             result=res.result,
             affected_rows=res.affected_rows,
             last_insert_id=res.last_insert_id,
-            status=status,
+            status=ServerStatus(status),
             warnings=min(len(self.warnings), 65535),
             info=res.info,
             session_state=blocks,
@@ -552,29 +570,53 @@ class Session:
         """Run a (multi-statement) query; one Outcome per statement.
 
         Raises :class:`SqlError` at the failing statement, after yielding the earlier ones.
+        The steps are :meth:`begin_query`, :meth:`answer` per statement and
+        :meth:`end_query`, which a front-end may also call itself.
         """
+        statements = self.begin_query(sql)
+        try:
+            last = len(statements) - 1
+            for index, statement in enumerate(statements):
+                yield await self.answer(statement, more=index < last)
+        finally:
+            await self.end_query()
+
+    async def query_all(self, sql: str) -> list[Outcome]:
+        """Every Outcome of :meth:`query` as a list (tests, tools, replication appliers)."""
+        statements = self.begin_query(sql)
+        try:
+            last = len(statements) - 1
+            return [
+                await self.answer(statement, more=index < last)
+                for index, statement in enumerate(statements)
+            ]
+        finally:
+            await self.end_query()
+
+    def begin_query(self, sql: str) -> list[Statement]:
+        """The statements of a query (1065 for none, 1064 for several without
+        ``CLIENT_MULTI_STATEMENTS``; the error is reported to the trackers first)."""
         self._check_open()
         try:
-            statements = split_statements(sql)
+            statements = self.server.statement_cache.split(sql)
             if not statements:
                 raise sql_error(ER.EMPTY_QUERY)
-            if len(statements) > 1 and not self.client_capabilities & Capability.MULTI_STATEMENTS:
+            if len(statements) > 1 and not self.client_capabilities & _MULTI_STATEMENTS:
                 raise parse_error(_after_first(sql, statements))
         except SqlError:
             self._after_error()
             raise
-        try:
-            for index, statement in enumerate(statements):
-                more = index < len(statements) - 1
-                res = await self.run_statement(statement)
-                yield self.respond(res, more=more)
-        finally:
-            if self.killed and not self.closed:
-                await self.close()
+        return statements
 
-    async def query_all(self, sql: str) -> list[Outcome]:
-        """Convenience for tests and tools: every Outcome of :meth:`query` as a list."""
-        return [outcome async for outcome in self.query(sql)]
+    async def answer(self, statement: Statement, *, more: bool) -> Outcome:
+        """Run one statement of a query and make its response (``more``: others follow)."""
+        res = await self.run_statement(statement)
+        return self.respond(res, more=more)
+
+    async def end_query(self) -> None:
+        """After a query, succeeded or not: a session killed meanwhile closes."""
+        if self.killed and not self.closed:
+            await self.close()
 
     async def run_statement(self, statement: Statement) -> StmtResult:
         """Run one parsed statement (errors are raised after the tracker bookkeeping)."""
@@ -670,11 +712,7 @@ class Session:
         self._drop_temp_tables()
         self.prepared.clear()
         self.user_vars.clear()
-        self.vars = {
-            name: self.server.global_vars[name]
-            for name, var in SYSTEM_VARIABLES.items()
-            if var.has_session
-        }
+        self.vars = {name: self.server.global_vars[name] for name in SESSION_VARIABLES}
         self.vars["pseudo_thread_id"] = self.connection_id
         self.gtid_next = GtidNext()
         self.warnings = []

@@ -323,6 +323,8 @@ def _lazy(module: str, name: str) -> Handler:
 
 
 _QUERY = "consistent.emulator.sql.query"
+_WRITES = "consistent.emulator.sql.writes"
+_INSERT = "consistent.emulator.sql.insert"
 _DDL = "consistent.emulator.sql.schema_ops"
 _SHOW = "consistent.emulator.sql.show"
 _SET = "consistent.emulator.sql.setstmt"
@@ -333,10 +335,10 @@ _FIRST_WORD: Final[dict[str, tuple[Handler, Kind]]] = {
     "WITH": (_lazy(_QUERY, "run_select"), Kind.QUERY),
     "TABLE": (_lazy(_QUERY, "run_select"), Kind.QUERY),
     "VALUES": (_unsupported("VALUES statement"), Kind.QUERY),
-    "INSERT": (_lazy(_QUERY, "run_insert"), Kind.DML),
-    "REPLACE": (_lazy(_QUERY, "run_insert"), Kind.DML),
-    "UPDATE": (_lazy(_QUERY, "run_update"), Kind.DML),
-    "DELETE": (_lazy(_QUERY, "run_delete"), Kind.DML),
+    "INSERT": (_lazy(_INSERT, "run_insert"), Kind.DML),
+    "REPLACE": (_lazy(_INSERT, "run_insert"), Kind.DML),
+    "UPDATE": (_lazy(_WRITES, "run_update"), Kind.DML),
+    "DELETE": (_lazy(_WRITES, "run_delete"), Kind.DML),
     "CREATE": (_lazy(_DDL, "run_create"), Kind.DDL),
     "DROP": (_lazy(_DDL, "run_drop"), Kind.DDL),
     "ALTER": (_lazy(_DDL, "run_alter"), Kind.DDL),

@@ -182,7 +182,11 @@ async def _gtid_next(session: Session, var: SysVar, value: object, global_scope:
     session.gtid_next = spec
     session.skip_transaction = False
     if spec.gtid is not None:
-        owned = await session.interruptible(state.acquire(spec.gtid, session.connection_id), None)
+        owned = state.try_acquire(spec.gtid, session.connection_id)
+        if owned is None:  # another session owns it: wait (KILL QUERY interrupts)
+            owned = await session.interruptible(
+                state.acquire(spec.gtid, session.connection_id), None
+            )
         if owned:
             session.owned_gtid = spec.gtid
         else:

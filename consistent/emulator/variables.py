@@ -21,7 +21,15 @@ from typing import Final
 from consistent.emulator.errors import ER, SqlError, sql_error
 from consistent.emulator.tracker import DEFAULT_TRACKED_VARIABLES
 
-__all__ = ["SYSTEM_VARIABLES", "Kind", "Scope", "SysVar", "lookup", "value_text"]
+__all__ = [
+    "SESSION_VARIABLES",
+    "SYSTEM_VARIABLES",
+    "Kind",
+    "Scope",
+    "SysVar",
+    "lookup",
+    "value_text",
+]
 
 
 class Scope(Flag):
@@ -372,6 +380,8 @@ _DEFINITIONS: Final = (
 )
 
 SYSTEM_VARIABLES: Final = MappingProxyType({v.name: v for v in _DEFINITIONS})
+#: Names of the variables that have a session value (every new session copies them).
+SESSION_VARIABLES: Final = tuple(v.name for v in _DEFINITIONS if v.has_session)
 
 
 def lookup(name: str) -> SysVar:

@@ -28,7 +28,14 @@ from consistent.emulator.sql.types import (
 )
 from consistent.protocol.constants import ColumnFlag, ColumnType
 
-__all__ = ["Slot", "projection_names", "result_columns", "select_projections"]
+__all__ = [
+    "Slot",
+    "convert_rows",
+    "projection_names",
+    "result_columns",
+    "select_projections",
+    "static_slots",
+]
 
 _SELECT_MODIFIERS: Final = frozenset(
     {
@@ -389,14 +396,30 @@ def result_columns(
         for index, name in enumerate(description):
             column, spec = _value_column(name, [row[index] for row in rows])
             slots.append(Slot(column, spec))
-    converted = [
+    return [s.column for s in slots], convert_rows(slots, rows)
+
+
+def static_slots(
+    projections: list[exp.Expression] | None,
+    names: list[str] | None,
+    refs: list[TableRef],
+    description: list[str],
+) -> list[Slot] | None:
+    """The slots :func:`result_columns` gives whatever the rows are, or None when some
+    column's type, length or nullability follows the values (literals, untyped expressions).
+    A statement that runs again with the same projections can reuse them."""
+    return _slots(projections, names, refs, description, None)
+
+
+def convert_rows(slots: list[Slot], rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """Rows converted to the client-side values of their columns."""
+    return [
         tuple(
             convert_value(slot.spec, value) if slot.spec is not None else value
             for slot, value in zip(slots, row, strict=True)
         )
         for row in rows
     ]
-    return [s.column for s in slots], converted
 
 
 def _slots(
@@ -404,8 +427,9 @@ def _slots(
     names: list[str] | None,
     refs: list[TableRef],
     description: list[str],
-    rows: list[tuple[object, ...]],
+    rows: list[tuple[object, ...]] | None,
 ) -> list[Slot] | None:
+    """The slots of a result; with ``rows`` None, only if none depends on the values."""
     if projections is None:
         return None
     inferer = _Inferer(refs)
@@ -425,7 +449,6 @@ def _slots(
         index = len(slots)
         if index >= len(description):
             return None
-        values = [row[index] for row in rows]
         label = _label(node, names[position] if use_names and names else None, description[index])
         target = node.this if isinstance(node, exp.Alias) else node
         if isinstance(target, exp.Column):
@@ -437,10 +460,15 @@ def _slots(
                 slots.append(Slot(column, col.type))
                 continue
         spec = inferer.type_of(target)
+        if rows is None and spec is None:
+            return None  # the values decide
+        values = [row[index] for row in rows] if rows is not None else []
         if spec is None:
             column, value_spec = _value_column(label, values)
             slots.append(Slot(column, value_spec))
             continue
+        # A literal's value is never NULL (NULL is not an exp.Literal): only the values of
+        # other expressions can be.
         nullable = any(v is None for v in values) or not isinstance(target, exp.Literal)
         slots.append(Slot(_typed_column(label, spec, nullable), spec))
     if len(slots) != len(description):

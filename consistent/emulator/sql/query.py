@@ -1,59 +1,81 @@
-"""SELECT, INSERT, UPDATE and DELETE on SQLite, with MySQL's results and side effects.
+"""SELECT on SQLite, with MySQL's results and side effects (writes: :mod:`.writes`).
 
 Each statement is parsed (sqlglot, MySQL dialect), functions that wait
 (``WAIT_FOR_EXECUTED_GTID_SET``, ``SLEEP``) are evaluated first and replaced by their result,
 the tree is translated (:mod:`consistent.emulator.sql.translate`) and run on the session's
-connection.  Writes to base tables take the writer lock and are remembered for the binary log;
-writes to temporary tables are not logged and get no GTID, as with ``binlog_format=ROW``.
+connection.
+
+A SELECT whose translation depended on nothing but the tables it names is remembered as a
+plan for its shape (:mod:`consistent.emulator.sql.stmtcache`): the next SELECT of that shape
+resolves the same table names, checks they are still the same tables, and runs the plan's
+SQLite text with its own values, skipping sqlglot altogether.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from sqlglot import exp
 
 from consistent.emulator import gtid_waits
-from consistent.emulator.errors import ER, not_supported, sql_error
+from consistent.emulator.errors import ER, SqlError, not_supported, sql_error
 from consistent.emulator.results import Column, ResultSet, StmtResult
-from consistent.emulator.sql.catalog import TableDef, quote_ident
-from consistent.emulator.sql.errors import ErrorContext
+from consistent.emulator.sql.catalog import TableDef
 from consistent.emulator.sql.lexer import Statement, split_statements
-from consistent.emulator.sql.metadata import projection_names, result_columns, select_projections
+from consistent.emulator.sql.metadata import (
+    Slot,
+    convert_rows,
+    projection_names,
+    result_columns,
+    select_projections,
+    static_slots,
+)
+from consistent.emulator.sql.recording import (
+    NotReplayable,
+    Recorder,
+    Replayer,
+    TableCall,
+    replay,
+)
+from consistent.emulator.sql.shapes import Shape, SqlTemplate
+from consistent.emulator.sql.stmtcache import StatementCache
 from consistent.emulator.sql.translate import (
     DEFERRED_FUNCTIONS,
     TableRef,
     literal,
-    parse_mysql,
-    to_sqlite,
     translate,
 )
-from consistent.emulator.sql.types import Family
 from consistent.emulator.tracker import TxState
-from consistent.protocol.constants import Capability
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from consistent.emulator.session import Session
 
 __all__ = [
+    "base_tables",
+    "build_template",
     "describe_select",
     "evaluate_expressions",
-    "run_delete",
-    "run_insert",
     "run_select",
     "run_select_text",
-    "run_update",
 ]
 
-_VALUES_FUNCTION: Final = "VALUES"
+_PLAN = "select"
+# Literals SQLite returns unchanged: strings without quotes, backslashes or control
+# characters (which the SQL text would escape), integers that fit in 64 bits.
+_PLAIN_STRING: Final = re.compile(r"[^'\\\x00-\x1f\x7f]*")
+_PLAIN_INT: Final = re.compile(r"0|[1-9][0-9]{0,17}")
 
 
 # ----- helpers -------------------------------------------------------------------------------
 
 
-async def _evaluate_deferred(session: Session, tree: exp.Expression) -> None:
-    """Replace WAIT_FOR_EXECUTED_GTID_SET(…) / SLEEP(…) calls by their awaited results."""
+async def _evaluate_deferred(session: Session, tree: exp.Expression) -> bool:
+    """Replace WAIT_FOR_EXECUTED_GTID_SET(…) / SLEEP(…) calls by their awaited results;
+    True when there was any."""
     calls = [
         node
         for node in tree.find_all(exp.Anonymous)
@@ -66,48 +88,198 @@ async def _evaluate_deferred(session: Session, tree: exp.Expression) -> None:
         args = await evaluate_expressions(session, [a.copy() for a in call.expressions])
         result = await gtid_waits.call(session, name, args)
         call.replace(literal(result))
+    return bool(calls)
 
 
 async def evaluate_expressions(session: Session, nodes: list[exp.Expression]) -> list[object]:
     """Values of constant expressions (``SELECT expr, …`` without tables)."""
     if not nodes:
         return []
+    plain = _plain_values(nodes)
+    if plain is not None:
+        return plain
     select = exp.Select(expressions=nodes)
     await _evaluate_deferred(session, select)
     translation = translate(session, select)
-    row = session.execute_sql(translation.sql()).fetchone()
+    row = session.execute_sql(translation.sql(copy=False)).fetchone()
     return list(row) if row is not None else [None] * len(nodes)
 
 
-def _base_tables(refs: list[TableRef]) -> list[TableDef]:
+def _plain_values(nodes: list[exp.Expression]) -> list[object] | None:
+    """The values of plain literals as SQLite gives them back (the arguments of
+    ``WAIT_FOR_EXECUTED_GTID_SET('…', 1)``, ``SET x = 5``), without a round trip; None when
+    any node is something else."""
+    values: list[object] = []
+    for node in nodes:
+        if not isinstance(node, exp.Literal) or not isinstance(node.this, str):
+            return None
+        text = node.this
+        if node.is_string and _PLAIN_STRING.fullmatch(text):
+            values.append(text)
+        elif not node.is_string and _PLAIN_INT.fullmatch(text):
+            values.append(int(text))
+        else:
+            return None
+    return values
+
+
+def base_tables(refs: list[TableRef]) -> list[TableDef]:
+    """The base tables among ``refs`` (not virtual, not temporary)."""
     return [r.table for r in refs if not r.virtual and not r.table.temporary]
+
+
+def build_template(shape: Shape, template_sql: str, actual_sql: str) -> SqlTemplate | None:
+    """Split SQLite text generated from a shape's template; None unless it gives back
+    ``actual_sql`` (the text generated from the statement itself) with the shape's values."""
+    template = SqlTemplate.build(template_sql, shape.kinds)
+    if template is None or template.render(shape) != actual_sql:
+        return None
+    return template
+
+
+def _has_sentinel(nodes: list[exp.Expression], shape: Shape) -> bool:
+    sentinels = set(shape.sentinels)
+    return any(
+        isinstance(literal_node.this, str) and literal_node.this in sentinels
+        for node in nodes
+        for literal_node in node.find_all(exp.Literal)
+    )
 
 
 # ----- SELECT -------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _SelectPlan:
+    """What a SELECT of one shape runs: see the module docstring.
+
+    ``described``/``slots`` remember the result's columns once they are known not to depend
+    on the rows (see :func:`static_slots`); ``dynamic`` that they do.
+    """
+
+    calls: tuple[TableCall, ...]
+    sql: SqlTemplate
+    tables: tuple[TableRef, ...]
+    locking: bool
+    projections: tuple[exp.Expression, ...] | None
+    described: list[str] | None = None
+    slots: list[Slot] | None = None
+    dynamic: bool = False
+
+
+async def _open_read(session: Session, tables: list[TableRef], locking: bool) -> None:
+    if tables:
+        session.note_read()
+        if locking and session.in_txn and base_tables(tables):
+            await session.begin_write()
+
+
+def _result(
+    session: Session,
+    cursor: sqlite3.Cursor,
+    projections: list[exp.Expression] | None,
+    names: list[str] | None,
+    tables: list[TableRef],
+) -> StmtResult:
+    rows = cursor.fetchall()
+    description = [d[0] for d in cursor.description or ()]
+    columns, converted = result_columns(projections, names, tables, description, rows)
+    return _result_set(session, columns, converted)
+
+
+def _plan_result(
+    session: Session, plan: _SelectPlan, cursor: sqlite3.Cursor, statement: Statement
+) -> StmtResult:
+    rows = cursor.fetchall()
+    description = [d[0] for d in cursor.description or ()]
+    projections = list(plan.projections) if plan.projections is not None else None
+    if plan.slots is None or description != plan.described:
+        names = projection_names(statement)
+        tables = list(plan.tables)
+        slots = None if plan.dynamic else static_slots(projections, names, tables, description)
+        if slots is None:
+            plan.dynamic = True
+            columns, converted = result_columns(projections, names, tables, description, rows)
+            return _result_set(session, columns, converted)
+        plan.described, plan.slots = description, slots
+    slots = plan.slots
+    return _result_set(session, [s.column for s in slots], convert_rows(slots, rows))
+
+
+def _result_set(
+    session: Session, columns: list[Column], rows: list[tuple[object, ...]]
+) -> StmtResult:
+    session.set_found_rows(len(rows))
+    session.trackers.transaction.add_state(TxState.RESULT_SET, autocommit=session.autocommit)
+    return StmtResult(result=ResultSet(tuple(columns), tuple(rows)))
+
+
 async def run_select(session: Session, statement: Statement) -> StmtResult:
     """A SELECT (or WITH … SELECT, TABLE t, UNION…): a result set."""
-    tree = parse_mysql(statement.text)
+    cache = session.server.statement_cache
+    shape = cache.shape(statement)
+    if shape is not None:
+        plan = cache.plan(_PLAN, shape)
+        if isinstance(plan, _SelectPlan) and replay(session, plan.calls):
+            await _open_read(session, list(plan.tables), plan.locking)
+            cursor = session.execute_sql(plan.sql.render(shape))
+            return _plan_result(session, plan, cursor, statement)
+    tree = cache.parse(statement.text, shape)
     if tree.args.get("into") is not None:
         raise not_supported("SELECT … INTO")
     names = projection_names(statement)
-    await _evaluate_deferred(session, tree)
+    deferred = await _evaluate_deferred(session, tree)
     original = tree.copy()
-    translation = translate(session, tree)
-    if translation.tables:
-        session.note_read()
-        if translation.locking and session.in_txn and _base_tables(translation.tables):
-            await session.begin_write()
-    cursor = session.execute_sql(translation.sql())
-    rows = cursor.fetchall()
-    description = [d[0] for d in cursor.description or ()]
-    columns, converted = result_columns(
-        select_projections(original), names, translation.tables, description, rows
-    )
-    session.set_found_rows(len(rows))
-    session.trackers.transaction.add_state(TxState.RESULT_SET, autocommit=session.autocommit)
-    return StmtResult(result=ResultSet(tuple(columns), tuple(converted)))
+    recorder = Recorder(session)
+    translation = translate(recorder, tree)
+    await _open_read(session, translation.tables, translation.locking)
+    sql = translation.sql(copy=False)
+    projections = select_projections(original)
+    if shape is not None and not deferred and not recorder.dynamic:
+        _remember(
+            cache,
+            shape,
+            calls=recorder.calls,
+            tables=translation.tables,
+            locking=translation.locking,
+            sql=sql,
+        )
+    cursor = session.execute_sql(sql)
+    return _result(session, cursor, projections, names, translation.tables)
+
+
+def _remember(
+    cache: StatementCache,
+    shape: Shape,
+    *,
+    calls: list[TableCall],
+    tables: list[TableRef],
+    locking: bool,
+    sql: str,
+) -> None:
+    """Store a plan for ``shape`` the second time it runs (if its template checks out)."""
+    if cache.plan(_PLAN, shape) is not None or not cache.seen_before(_PLAN, shape.key):
+        return
+    plan: _SelectPlan | bool = False
+    tree = cache.template(shape)
+    if tree is not None:
+        projections = select_projections(tree.copy())
+        replayer = Replayer(calls)
+        try:
+            template_sql = translate(replayer, tree).sql(copy=False)
+        except (NotReplayable, SqlError):
+            template_sql = None
+        if template_sql is not None and replayer.complete:
+            template = build_template(shape, template_sql, sql)
+            if template is not None and not _has_sentinel(projections or [], shape):
+                plan = _SelectPlan(
+                    tuple(calls),
+                    template,
+                    tuple(tables),
+                    locking,
+                    tuple(projections) if projections is not None else None,
+                )
+    cache.store_plan(_PLAN, shape, plan)
 
 
 def describe_select(session: Session, statement: Statement) -> tuple[Column, ...]:
@@ -116,13 +288,14 @@ def describe_select(session: Session, statement: Statement) -> tuple[Column, ...
     Types that only values would reveal stay NULL; the execute response carries the final
     metadata.  Unknown tables fail as in mysqld (1146 at prepare time).
     """
-    tree = parse_mysql(statement.text)
+    cache = session.server.statement_cache
+    tree = cache.parse(statement.text, cache.shape(statement))
     if any(str(n.this).upper() in DEFERRED_FUNCTIONS for n in tree.find_all(exp.Anonymous)):
         return ()
     names = projection_names(statement)
     original = tree.copy()
     translation = translate(session, tree)
-    cursor = session.execute_sql(f"SELECT * FROM ({translation.sql()}) LIMIT 0")
+    cursor = session.execute_sql(f"SELECT * FROM ({translation.sql(copy=False)}) LIMIT 0")
     description = [d[0] for d in cursor.description or ()]
     columns, _ = result_columns(
         select_projections(original), names, translation.tables, description, []
@@ -136,382 +309,3 @@ async def run_select_text(session: Session, text: str) -> StmtResult:
     if len(statements) != 1:
         raise sql_error(ER.EMPTY_QUERY)
     return await run_select(session, statements[0])
-
-
-# ----- INSERT / REPLACE ---------------------------------------------------------------------
-
-
-def _target(tree: exp.Expression) -> tuple[exp.Table, list[str] | None]:
-    this = tree.this
-    if isinstance(this, exp.Schema):
-        table = this.this
-        columns = [c.name for c in this.expressions]
-        assert isinstance(table, exp.Table)
-        return table, columns
-    assert isinstance(this, exp.Table)
-    return this, None
-
-
-def _table_name(table: exp.Table) -> tuple[str | None, str]:
-    db = table.args.get("db")
-    return (db.name if db is not None else None), table.name
-
-
-async def _prepare_write(session: Session, table: TableDef) -> None:
-    if table.temporary:
-        await session.begin_temp_write()
-    else:
-        if table.schema in ("information_schema", "performance_schema"):
-            raise sql_error(ER.UNKNOWN_ERROR, f"Access denied for table {table.name}")
-        await session.begin_write()
-
-
-def _duplicate_finder(
-    session: Session, table: TableDef, rows: list[list[object]] | None, columns: list[str]
-) -> Callable[[list[str]], tuple[str, str]]:
-    def find(failed: list[str]) -> tuple[str, str]:
-        key = "PRIMARY"
-        key_columns = failed
-        for index in table.indexes:
-            if [c.lower() for c in index.columns] == [c.lower() for c in failed]:
-                key = index.name
-                key_columns = list(index.columns)
-        value = ""
-        if rows:
-            positions = [
-                next((i for i, c in enumerate(columns) if c.lower() == k.lower()), -1)
-                for k in key_columns
-            ]
-            for row in rows:
-                if -1 in positions:
-                    break
-                values = [row[p] for p in positions]
-                if any(v is _UNKNOWN for v in values):
-                    continue
-                where = " AND ".join(f"{quote_ident(k)} IS ?" for k in key_columns)
-                hit = session.store.conn.execute(
-                    f"SELECT 1 FROM {table.sqlite} WHERE {where}", values
-                ).fetchone()
-                if hit is not None:
-                    value = "-".join("" if v is None else _text(v) for v in values)
-                    break
-            else:
-                last = [rows[-1][p] for p in positions] if -1 not in positions else []
-                value = "-".join("" if v is None or v is _UNKNOWN else _text(v) for v in last)
-        return value, f"{table.name}.{key}"
-
-    return find
-
-
-def _text(value: object) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
-async def run_insert(session: Session, statement: Statement) -> StmtResult:
-    """INSERT [IGNORE] / REPLACE, with VALUES, SET or SELECT, and ON DUPLICATE KEY UPDATE."""
-    replace = statement.first == "REPLACE"
-    text = statement.text
-    if replace:
-        first = statement.tokens[0]
-        text = text[: first.start] + "INSERT" + text[first.end :]
-    tree = parse_mysql(text)
-    if not isinstance(tree, exp.Insert):
-        raise not_supported("this INSERT form")
-    target, listed = _target(tree)
-    schema, name = _table_name(target)
-    ref = session.resolve_table(schema, name)
-    if ref.virtual:
-        raise sql_error(ER.UNKNOWN_ERROR, f"Access denied for table {name}")
-    table = ref.table
-    columns = listed if listed is not None else [c.name for c in table.columns]
-    for column in columns:
-        if table.column(column) is None:
-            raise sql_error(ER.BAD_FIELD_ERROR, column, "field list")
-    values = tree.expression
-    literal_rows: list[list[object]] | None = None
-    if isinstance(values, exp.Values):
-        for position, row in enumerate(values.expressions, 1):
-            if len(row.expressions) != len(columns):
-                raise sql_error(ER.WRONG_VALUE_COUNT_ON_ROW, position)
-        _fill_defaults(table, columns, values, listed is not None)
-        if listed is None:
-            listed_exprs = [exp.to_identifier(c, quoted=True) for c in columns]
-        else:
-            listed_exprs = [exp.to_identifier(c, quoted=True) for c in columns]
-        tree.set("this", exp.Schema(this=target, expressions=listed_exprs))
-        literal_rows = _literal_rows(values)
-    conflict = tree.args.get("conflict")
-    update_sql = None
-    if conflict is not None:
-        tree.set("conflict", None)
-        update_sql = _upsert_clause(session, conflict, table)
-    await _prepare_write(session, table)
-    translation = translate(session, tree)
-    sql = translation.sql()
-    if replace:
-        sql = sql.replace("INSERT", "INSERT OR REPLACE", 1)
-    if update_sql is not None:
-        if isinstance(values, exp.Select | exp.Union):
-            sql += " WHERE TRUE"
-        sql += update_sql
-    generated = _generates_ids(table, columns, values)
-    before = _sequence(session, table)
-    ctx = ErrorContext(
-        duplicate=_duplicate_finder(session, table, literal_rows, columns),
-        listed_columns=frozenset(c.lower() for c in columns),
-        operation="insert",
-    )
-    cursor = session.execute_sql(sql, ctx=ctx)
-    count = max(cursor.rowcount, 0)
-    last_id = 0
-    auto = table.auto_column
-    if auto is not None and count:
-        after = _sequence(session, table)
-        if generated == "all" and after is not None and before is not None and after > before:
-            last_id = before + 1
-            session.set_last_insert_id(last_id)
-        elif cursor.lastrowid:
-            last_id = int(cursor.lastrowid)
-            if generated == "some":
-                session.set_last_insert_id(last_id)
-    if count and not table.temporary:
-        session.record_change(statement.text, insert_id=last_id or None)
-    return StmtResult(affected_rows=count, last_insert_id=last_id, info=_insert_info(count, values))
-
-
-def _generates_ids(table: TableDef, columns: list[str], values: exp.Expression | None) -> str:
-    """Whether rows get AUTO_INCREMENT values: "all", "some" or "none"."""
-    auto = table.auto_column
-    if auto is None:
-        return "none"
-    lowered = [c.lower() for c in columns]
-    if auto.name.lower() not in lowered:
-        return "all"
-    if not isinstance(values, exp.Values):
-        return "some"
-    position = lowered.index(auto.name.lower())
-    nulls = [isinstance(row.expressions[position], exp.Null) for row in values.expressions]
-    if all(nulls):
-        return "all"
-    return "some" if any(nulls) else "none"
-
-
-def _insert_info(count: int, values: exp.Expression | None) -> str:
-    if isinstance(values, exp.Values) and len(values.expressions) <= 1:
-        return ""
-    return f"Records: {count}  Duplicates: 0  Warnings: 0"
-
-
-def _sequence(session: Session, table: TableDef) -> int | None:
-    if table.auto_column is None:
-        return None
-    schema = "temp" if table.temporary else "main"
-    row = session.store.conn.execute(
-        f"SELECT seq FROM {schema}.sqlite_sequence WHERE name = ?",
-        (f"{table.schema}.{table.name}",),
-    ).fetchone()
-    if row is not None:
-        return int(row[0])
-    row = session.store.conn.execute(f"SELECT MAX(rowid) FROM {table.sqlite}").fetchone()
-    return int(row[0]) if row is not None and row[0] is not None else 0
-
-
-_UNKNOWN: Final = object()
-
-
-def _literal_rows(values: exp.Values) -> list[list[object]]:
-    """The VALUES rows as Python values (expressions that are not literals are unknown)."""
-    rows: list[list[object]] = []
-    for row in values.expressions:
-        items: list[object] = []
-        for item in row.expressions:
-            if isinstance(item, exp.Literal):
-                items.append(item.this if item.is_string else _number(str(item.this)))
-            elif isinstance(item, exp.Null):
-                items.append(None)
-            else:
-                items.append(_UNKNOWN)
-        rows.append(items)
-    return rows
-
-
-def _number(text: str) -> object:
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
-
-
-def _fill_defaults(table: TableDef, columns: list[str], values: exp.Values, listed: bool) -> None:
-    """Columns defaulting to CURRENT_TIMESTAMP get NOW(fsp); auto-increment 0 means 'next'."""
-    lowered = [c.lower() for c in columns]
-    for col in table.columns:
-        if col.default_is_now and col.name.lower() not in lowered:
-            columns.append(col.name)
-            for row in values.expressions:
-                row.append("expressions", _now_call(col.type.scale))
-    auto = table.auto_column
-    if auto is not None and auto.name.lower() in lowered:
-        position = lowered.index(auto.name.lower())
-        for row in values.expressions:
-            item = row.expressions[position]
-            if isinstance(item, exp.Literal) and not item.is_string and str(item.this) == "0":
-                row.expressions[position] = exp.Null()
-    for col in table.columns:
-        if not col.default_is_now or col.name.lower() not in lowered:
-            continue
-        position = lowered.index(col.name.lower())
-        for row in values.expressions:
-            item = row.expressions[position]
-            if isinstance(item, exp.Var) and str(item.this).upper() == "DEFAULT":
-                row.expressions[position] = _now_call(col.type.scale)
-    del listed
-
-
-def _now_call(fsp: int | None) -> exp.Expression:
-    return exp.Anonymous(this="NOW", expressions=[exp.Literal.number(fsp)] if fsp else [])
-
-
-def _upsert_clause(session: Session, conflict: exp.Expression, table: TableDef) -> str:
-    if not conflict.args.get("duplicate"):
-        raise not_supported("this ON CONFLICT form")
-    assignments: list[str] = []
-    for item in conflict.expressions:
-        if not isinstance(item, exp.EQ):
-            raise not_supported("ON DUPLICATE KEY UPDATE form")
-        column = item.this
-        value = item.expression
-        for call in list(value.find_all(exp.Anonymous)):
-            if str(call.this).upper() == _VALUES_FUNCTION and len(call.expressions) == 1:
-                call.replace(exp.column(call.expressions[0].name, table="excluded"))
-        value = item.expression
-        translated = translate(session, value)
-        assignments.append(f"{quote_ident(column.name)} = {translated.sql()}")
-    return " ON CONFLICT DO UPDATE SET " + ", ".join(assignments)
-
-
-# ----- UPDATE / DELETE ----------------------------------------------------------------------
-
-
-def _single_target(session: Session, tree: exp.Expression, verb: str) -> TableRef:
-    target = tree.this
-    if (
-        not isinstance(target, exp.Table)
-        or target.args.get("joins")
-        or tree.args.get("from_")
-        or tree.args.get("from")
-        or tree.args.get("using")
-        or tree.args.get("tables")
-    ):
-        raise not_supported(f"multiple-table {verb}")
-    schema, name = _table_name(target)
-    ref = session.resolve_table(schema, name)
-    if ref.virtual:
-        raise sql_error(ER.UNKNOWN_ERROR, f"Access denied for table {name}")
-    return ref
-
-
-def _limit_rewrite(tree: exp.Expression, sqlite_table: str, alias: str) -> None:
-    order = tree.args.get("order")
-    limit = tree.args.get("limit")
-    if order is None and limit is None:
-        return
-    where = tree.args.get("where")
-    inner = exp.Select(expressions=[exp.column("rowid", table=alias)]).from_(
-        exp.Table(
-            this=exp.Identifier(this=sqlite_table, quoted=True),
-            alias=exp.TableAlias(this=exp.Identifier(this=alias, quoted=True)),
-        )
-    )
-    if where is not None:
-        inner.set("where", where.copy())
-    if order is not None:
-        inner.set("order", order.copy())
-    if limit is not None:
-        inner.set("limit", limit.copy())
-    condition = exp.In(this=exp.column("rowid"), query=exp.Subquery(this=inner))
-    tree.set("where", exp.Where(this=condition))
-    tree.set("order", None)
-    tree.set("limit", None)
-
-
-async def run_update(session: Session, statement: Statement) -> StmtResult:
-    """Single-table UPDATE; affected rows count changed rows unless CLIENT_FOUND_ROWS."""
-    tree = parse_mysql(statement.text)
-    if not isinstance(tree, exp.Update):
-        raise not_supported("this UPDATE form")
-    ref = _single_target(session, tree, "UPDATE")
-    table = ref.table
-    assigned: list[str] = []
-    for item in tree.expressions:
-        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
-            raise not_supported("this UPDATE assignment")
-        name = item.this.name
-        if table.column(name) is None:
-            raise sql_error(ER.BAD_FIELD_ERROR, name, "field list")
-        if any(c.name.lower() in assigned for c in item.expression.find_all(exp.Column)):
-            # MySQL evaluates single-table assignments left to right on the new values.
-            raise not_supported("UPDATE assignments that read a column assigned before them")
-        item.this.set("table", None)
-        assigned.append(name.lower())
-    changed = [
-        exp.NullSafeEQ(this=exp.column(item.this.name), expression=item.expression.copy())
-        for item in tree.expressions
-    ]
-    for col in table.columns:
-        if col.on_update_now and col.name.lower() not in assigned:
-            tree.append(
-                "expressions",
-                exp.EQ(this=exp.column(col.name), expression=_now_call(col.type.scale)),
-            )
-    await _prepare_write(session, table)
-    translation = translate(session, tree)
-    alias = ref.alias
-    _limit_rewrite(translation.tree, table.sqlite.strip('"'), alias)
-    where = translation.tree.args.get("where")
-    count_sql = f"SELECT COUNT(*) FROM {table.sqlite} AS {quote_ident(alias)}"
-    if where is not None:
-        count_sql += " WHERE " + to_sqlite(where.this)
-    matched = int(session.execute_sql(count_sql).fetchone()[0])
-    unchanged = exp.and_(*[translate(session, c).tree for c in changed])
-    condition = exp.Not(this=exp.Paren(this=unchanged))
-    translation.tree.set(
-        "where",
-        exp.Where(this=exp.and_(where.this, condition) if where is not None else condition),
-    )
-    ctx = ErrorContext(duplicate=_duplicate_finder(session, table, None, []), operation="update")
-    cursor = session.execute_sql(to_sqlite(translation.tree), ctx=ctx)
-    changed_rows = max(cursor.rowcount, 0)
-    if changed_rows and not table.temporary:
-        session.record_change(statement.text)
-    found_rows = bool(session.client_capabilities & Capability.FOUND_ROWS)
-    affected = matched if found_rows else changed_rows
-    info = f"Rows matched: {matched}  Changed: {changed_rows}  Warnings: {len(session.warnings)}"
-    return StmtResult(affected_rows=affected, info=info)
-
-
-async def run_delete(session: Session, statement: Statement) -> StmtResult:
-    """Single-table DELETE (ORDER BY / LIMIT supported)."""
-    tree = parse_mysql(statement.text)
-    if not isinstance(tree, exp.Delete):
-        raise not_supported("this DELETE form")
-    ref = _single_target(session, tree, "DELETE")
-    table = ref.table
-    await _prepare_write(session, table)
-    translation = translate(session, tree)
-    _limit_rewrite(translation.tree, table.sqlite.strip('"'), ref.alias)
-    cursor = session.execute_sql(to_sqlite(translation.tree), ctx=ErrorContext(operation="delete"))
-    count = max(cursor.rowcount, 0)
-    if count and not table.temporary:
-        session.record_change(statement.text)
-    return StmtResult(affected_rows=count)
-
-
-def family_of(table: TableDef, column: str) -> Family | None:
-    """The value family of a column (None if unknown)."""
-    col = table.column(column)
-    return None if col is None else col.type.family

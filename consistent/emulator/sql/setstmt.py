@@ -9,6 +9,7 @@ assignments separated by commas.  A bare word on the right of a system variable 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["run_set"]
 
+_PLAIN_STRING: Final = re.compile(r"'[^'\\\x00-\x1f\x7f]*'")
+_PLAIN_INT: Final = re.compile(r"0|[1-9][0-9]{0,17}")
 _SCOPES: Final = {
     "GLOBAL": True,
     "PERSIST": True,
@@ -98,6 +101,14 @@ async def _value(
             return 1 if word.upper() == "TRUE" else 0
         if word.upper() != "NULL":
             return word
+    if len(tokens) == 1:
+        # A plain literal is its own value: what ``SELECT literal`` gives without running it
+        # (replication appliers set GTID_NEXT = '…' for every transaction).
+        token = tokens[0]
+        if token.kind is Tok.STRING and _PLAIN_STRING.fullmatch(token.text):
+            return token.text[1:-1]
+        if token.kind is Tok.NUMBER and _PLAIN_INT.fullmatch(token.text):
+            return int(token.text)
     text = statement.text[tokens[0].start : tokens[-1].end]
     tree = parse_mysql("SELECT " + text)
     expressions = list(tree.expressions) if hasattr(tree, "expressions") else []

@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+from collections import deque
 from collections.abc import Callable
 from enum import Enum
 
 from consistent.emulator.sql.catalog import quote_ident
 
-__all__ = ["SessionStore", "Storage", "TxMode"]
+__all__ = ["SessionStore", "Storage", "TxMode", "WriterLock"]
 
 
 class TxMode(Enum):
@@ -33,12 +34,61 @@ class TxMode(Enum):
     WRITE = "write"
 
 
+class WriterLock:
+    """A first-come first-served lock that is taken without awaiting when it is free.
+
+    Like :class:`asyncio.Lock`, but :meth:`try_acquire` takes a free lock synchronously (a
+    writer that finds no other writer must not pay for a task and a wait), and
+    :meth:`release` hands the lock straight to the longest waiter.
+    """
+
+    def __init__(self) -> None:
+        self._locked = False
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def locked(self) -> bool:
+        """Whether someone holds the lock."""
+        return self._locked
+
+    def try_acquire(self) -> bool:
+        """Take the lock if it is free and nobody waits for it."""
+        if self._locked or self._waiters:
+            return False
+        self._locked = True
+        return True
+
+    async def acquire(self) -> None:
+        """Take the lock, waiting behind earlier waiters."""
+        if self.try_acquire():
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # handed over just before the cancellation: pass it on
+            raise
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(future)
+
+    def release(self) -> None:
+        """Give the lock to the first waiter still waiting, or free it."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._locked = False
+
+
 class Storage:
     """The data file of one server and its writer lock."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.lock = asyncio.Lock()
+        self.lock = WriterLock()
         self.writer: object | None = None
         bootstrap = self.connect()
         bootstrap.execute("PRAGMA journal_mode=WAL")
@@ -51,6 +101,15 @@ class Storage:
         conn.execute("PRAGMA busy_timeout=10000")
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
+
+    def try_acquire(self, owner: object) -> bool:
+        """Take the writer lock for ``owner`` if nobody holds it or waits for it."""
+        if self.writer is owner:
+            return True
+        if not self.lock.try_acquire():
+            return False
+        self.writer = owner
+        return True
 
     async def acquire(self, owner: object, timeout: float | None) -> None:
         """Take the writer lock for ``owner``; TimeoutError after ``timeout`` seconds."""
@@ -99,13 +158,26 @@ class SessionStore:
         if self.mode is TxMode.WRITE:
             return
         await self.storage.acquire(self, timeout)
+        self._write_locked()
+        del wait
+
+    def try_begin_write(self) -> bool:
+        """:meth:`begin_write` if the writer lock is free right now; False (nothing done)
+        when it would have to wait."""
+        if self.mode is TxMode.WRITE:
+            return True
+        if not self.storage.try_acquire(self):
+            return False
+        self._write_locked()
+        return True
+
+    def _write_locked(self) -> None:
         if self.mode is TxMode.READ:
             self.conn.execute("COMMIT")
         self.conn.execute("BEGIN IMMEDIATE")
         self.mode = TxMode.WRITE
         for name in self.savepoints:
             self.conn.execute(f"SAVEPOINT {quote_ident(name)}")
-        del wait
 
     def commit(self) -> None:
         """Commit the SQLite transaction (if any) and release the writer lock."""

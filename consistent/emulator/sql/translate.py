@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
 from consistent.emulator.errors import SqlError, not_supported, parse_error
@@ -50,6 +51,8 @@ _NOW_NAMES: Final = frozenset(
 )
 _USER_NAMES: Final = frozenset({"USER", "SESSION_USER", "SYSTEM_USER"})
 _VIRTUAL_SCHEMAS: Final = frozenset({"information_schema", "performance_schema", "sys"})
+#: The dialect object ``tree.sql(dialect="sqlite")`` would look up on every call.
+_SQLITE: Final = Dialect.get_or_raise("sqlite")
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,10 @@ class Translation:
     tables: list[TableRef] = field(default_factory=list)
     locking: bool = False
 
-    def sql(self) -> str:
-        """SQLite text of the rewritten tree."""
-        return to_sqlite(self.tree)
+    def sql(self, *, copy: bool = True) -> str:
+        """SQLite text of the rewritten tree (``copy=False``: the caller is done with the
+        tree, which generation may rewrite)."""
+        return to_sqlite(self.tree, copy=copy)
 
 
 def parse_mysql(text: str) -> exp.Expression:
@@ -98,10 +102,14 @@ def _parse_failure(text: str, exc: ParseError) -> SqlError:
     return parse_error(text[offset:] if offset < len(text) else "", line)
 
 
-def to_sqlite(tree: exp.Expression) -> str:
-    """Generate SQLite text; constructs SQLite lacks raise ER_NOT_SUPPORTED_YET (1235)."""
+def to_sqlite(tree: exp.Expression, *, copy: bool = True) -> str:
+    """Generate SQLite text; constructs SQLite lacks raise ER_NOT_SUPPORTED_YET (1235).
+
+    sqlglot's generator may rewrite the tree it generates from, so by default it works on a
+    copy; ``copy=False`` saves that copy when the caller drops the tree afterwards.
+    """
     try:
-        return str(tree.sql(dialect="sqlite", unsupported_level=ErrorLevel.IGNORE))
+        return str(_SQLITE.generate(tree, copy=copy, unsupported_level=ErrorLevel.IGNORE))
     except Exception as exc:  # sqlglot raises plain errors for shapes it cannot generate
         raise not_supported(tree.sql(dialect="mysql")[:80]) from exc
 

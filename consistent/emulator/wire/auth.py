@@ -132,22 +132,49 @@ class Authenticator:
     ) -> None:
         self._accounts = accounts
         self._timeout = timeout
-        if rsa_private_key_pem is None:
-            key = rsa.generate_private_key(public_exponent=65537, key_size=rsa_key_bits)
-            rsa_private_key_pem = key.private_bytes(
+        self._rsa_key_bits = rsa_key_bits
+        self._private_pem: bytes | None = None
+        self._public_pem = b""
+        self._key_bytes = 0
+        if rsa_private_key_pem is not None:
+            self._load_key(rsa_private_key_pem)
+        self._sha2_cache: dict[str, bytes] = {}
+
+    def _load_key(self, private_pem: bytes) -> bytes:
+        # Only the public half and the size are read here; checking the key's numbers takes
+        # tens of milliseconds per server start, and decrypt_password_rsa loads the key with
+        # every check when a client first needs it.
+        loaded = serialization.load_pem_private_key(
+            private_pem, password=None, unsafe_skip_rsa_key_validation=True
+        )
+        if not isinstance(loaded, rsa.RSAPrivateKey):
+            raise ValueError("the caching_sha2_password key must be an RSA key")
+        self._private_pem = private_pem
+        self._key_bytes = loaded.key_size // 8
+        self._public_pem = loaded.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        return private_pem
+
+    def _private_key_pem(self) -> bytes:
+        """The key pair, made when first needed: generating one takes tens of milliseconds
+        at every server start, and most clients never ask for it."""
+        if self._private_pem is not None:
+            return self._private_pem
+        key = rsa.generate_private_key(public_exponent=65537, key_size=self._rsa_key_bits)
+        return self._load_key(
+            key.private_bytes(
                 serialization.Encoding.PEM,
                 serialization.PrivateFormat.PKCS8,
                 serialization.NoEncryption(),
             )
-        loaded = serialization.load_pem_private_key(rsa_private_key_pem, password=None)
-        if not isinstance(loaded, rsa.RSAPrivateKey):
-            raise ValueError("the caching_sha2_password key must be an RSA key")
-        self._private_pem = rsa_private_key_pem
-        self._key_bytes = loaded.key_size // 8
-        self.public_key_pem = loaded.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
-        self._sha2_cache: dict[str, bytes] = {}
+
+    @property
+    def public_key_pem(self) -> bytes:
+        """The RSA public key a client asks for to encrypt its password."""
+        self._private_key_pem()
+        return self._public_pem
 
     def handshake(self, connection_id: int, nonce: bytes, server_version: str) -> HandshakeV10:
         """The greeting of a new connection."""
@@ -210,11 +237,12 @@ class Authenticator:
         if packet == bytes((CachingSha2.REQUEST_PUBLIC_KEY,)):
             await stream.send(build_auth_more_data(AuthMoreData(self.public_key_pem)))
             packet = await stream.read(self._timeout)
+        private_pem = self._private_key_pem()
         if len(packet) != self._key_bytes:
             # A cleartext password over an insecure connection is refused, as by mysqld.
             return False
         try:
-            password = decrypt_password_rsa(packet, a.nonce, self._private_pem)
+            password = decrypt_password_rsa(packet, a.nonce, private_pem)
         except RemoteProtocolError:
             return False
         if account is None or not hmac.compare_digest(password, account.password.encode()):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Protocol
@@ -121,6 +121,7 @@ class Connection:
         self.closing = False
         self._nonce = new_nonce()
         self._statements: dict[int, _Statement] = {}
+        self._definitions = encode.ColumnDefinitions()
 
     @property
     def connection_id(self) -> int:
@@ -302,11 +303,28 @@ class Connection:
         return False
 
     async def _query(self, payload: bytes) -> bool:
+        # Session.query's steps, run here rather than through its async generator (one
+        # less object per command); the order of closing and answering is the same.
         sql = decode_text(parse_query(payload).sql)
-        outcomes = self.session.query(sql)
+        session = self.session
         try:
-            async for outcome in outcomes:
-                payloads = encode.encode_outcome(outcome, self.capabilities)
+            statements = session.begin_query(sql)
+        except (RemoteProtocolError, OSError, TimeoutError):
+            raise
+        except Exception as e:
+            await self.stream.send(self._error_payload(e))
+            return True
+        try:
+            last = len(statements) - 1
+            for index, statement in enumerate(statements):
+                try:
+                    outcome = await session.answer(statement, more=index < last)
+                except Exception:
+                    await session.end_query()  # a killed session closes before the ERR
+                    raise
+                payloads = encode.encode_outcome(
+                    outcome, self.capabilities, definitions=self._definitions
+                )
                 await self.stream.send(*payloads)
         except (RemoteProtocolError, OSError, TimeoutError):
             raise
@@ -314,7 +332,7 @@ class Connection:
             # A statement failed (the ones before it were answered): ERR ends the response.
             await self.stream.send(self._error_payload(e))
         finally:
-            await _aclose(outcomes)
+            await session.end_query()
         return True
 
     async def _init_db(self, payload: bytes) -> bool:
@@ -440,7 +458,9 @@ class Connection:
 
         async def work() -> list[bytes]:
             outcome = await self.session.execute_prepared(stmt_id, request.values)
-            return encode.encode_outcome(outcome, self.capabilities, binary=True)
+            return encode.encode_outcome(
+                outcome, self.capabilities, binary=True, definitions=self._definitions
+            )
 
         await self._answer(work)
         return True
@@ -482,13 +502,6 @@ class Connection:
         err = wire_error(WireER.STMT_HAS_NO_OPEN_CURSOR, fetch.statement_id)
         await self.stream.send(build_err(err, self.capabilities))
         return True
-
-
-async def _aclose(iterator: AsyncIterator[Outcome]) -> None:
-    """Close an async generator left early, so the engine stops at the statement it was at."""
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 _DISPATCH: Final[Mapping[int, _Handler]] = MappingProxyType(

@@ -56,6 +56,7 @@ from consistent.protocol.resultset import (
 )
 
 __all__ = [
+    "ColumnDefinitions",
     "binary_value",
     "column_definition",
     "encode_outcome",
@@ -72,6 +73,10 @@ NOT_FIXED_DEC: Final = 31
 _MAX_FSP: Final = 6
 
 _STATE_CHANGED: Final = ServerStatus.SESSION_STATE_CHANGED
+# Plain ints for the per-response tests (IntFlag arithmetic costs microseconds a time).
+_STATE_CHANGED_BIT: Final = int(ServerStatus.SESSION_STATE_CHANGED)
+_SESSION_TRACK: Final = int(Capability.SESSION_TRACK)
+_DEPRECATE_EOF: Final = int(Capability.DEPRECATE_EOF)
 _INTEGER_TYPES: Final = frozenset(
     {
         ColumnType.TINY,
@@ -266,7 +271,7 @@ def _binary_type(column: Column) -> BinaryType:
 
 
 def _status_for(status: ServerStatus, capabilities: int) -> ServerStatus:
-    if capabilities & Capability.SESSION_TRACK:
+    if capabilities & _SESSION_TRACK or not int(status) & _STATE_CHANGED_BIT:
         return status
     return status & ~_STATE_CHANGED
 
@@ -276,7 +281,7 @@ def ok_payload(outcome: Outcome, capabilities: int, *, header: int = Header.OK) 
     result set under ``CLIENT_DEPRECATE_EOF``).  Session state is dropped for a client without
     ``CLIENT_SESSION_TRACK``, as mysqld never writes it then."""
     status = _status_for(outcome.status, capabilities)
-    tracked = bool(status & _STATE_CHANGED)
+    tracked = bool(int(status) & _STATE_CHANGED_BIT)
     eof_ok = header == Header.EOF
     return build_ok(
         OkPacket(
@@ -305,7 +310,7 @@ def _eof(status: ServerStatus, warnings: int, capabilities: int) -> bytes:
 def terminator_payload(outcome: Outcome, capabilities: int) -> bytes:
     """What ends a result set: an EOF, or an OK with header 0xFE under
     ``CLIENT_DEPRECATE_EOF``."""
-    if capabilities & Capability.DEPRECATE_EOF:
+    if capabilities & _DEPRECATE_EOF:
         return ok_payload(outcome, capabilities, header=Header.EOF)
     return _eof(outcome.status, outcome.warnings, capabilities)
 
@@ -333,11 +338,42 @@ def column_definition(column: Column, capabilities: int, *, field_list: bool = F
     )
 
 
+class ColumnDefinitions:
+    """Encoded column definitions of the column objects seen lately (one connection's).
+
+    The engine hands out the very same :class:`Column` objects each time a remembered
+    SELECT runs again, so their definitions are encoded once.  Entries are keyed by the
+    object (which they keep alive) and the capabilities; the store is emptied when full.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._entries: dict[int, tuple[Column, int, bytes]] = {}
+
+    def get(self, column: Column, capabilities: int) -> bytes:
+        """The ``ColumnDefinition41`` payload of ``column``."""
+        entry = self._entries.get(id(column))
+        if entry is not None and entry[0] is column and entry[1] == capabilities:
+            return entry[2]
+        payload = column_definition(column, capabilities)
+        if len(self._entries) >= self.capacity:
+            self._entries.clear()
+        self._entries[id(column)] = (column, capabilities, payload)
+        return payload
+
+
 def _metadata(
-    columns: Sequence[Column], status: ServerStatus, warnings: int, capabilities: int
+    columns: Sequence[Column],
+    status: ServerStatus,
+    warnings: int,
+    capabilities: int,
+    definitions: ColumnDefinitions | None = None,
 ) -> list[bytes]:
-    payloads = [column_definition(c, capabilities) for c in columns]
-    if not capabilities & Capability.DEPRECATE_EOF:
+    if definitions is None:
+        payloads = [column_definition(c, capabilities) for c in columns]
+    else:
+        payloads = [definitions.get(c, capabilities) for c in columns]
+    if not capabilities & _DEPRECATE_EOF:
         payloads.append(_eof(status, warnings, capabilities))
     return payloads
 
@@ -356,10 +392,16 @@ def _rows(result: ResultSet, *, binary: bool) -> list[bytes]:
     ]
 
 
-def encode_outcome(outcome: Outcome, capabilities: int, *, binary: bool = False) -> list[bytes]:
+def encode_outcome(
+    outcome: Outcome,
+    capabilities: int,
+    *,
+    binary: bool = False,
+    definitions: ColumnDefinitions | None = None,
+) -> list[bytes]:
     """Every payload of one response: an OK, or a whole result set (text rows, or binary rows
     for COM_STMT_EXECUTE).  Raises :class:`LocalProtocolError` if a value does not fit its
-    column, before anything is sent."""
+    column, before anything is sent.  ``definitions`` reuses encoded column definitions."""
     result = outcome.result
     if result is None:
         return [ok_payload(outcome, capabilities)]
@@ -369,7 +411,9 @@ def encode_outcome(outcome: Outcome, capabilities: int, *, binary: bool = False)
                 f"a row of {len(row)} values for {len(result.columns)} columns"
             )
     payloads = [build_column_count(len(result.columns), capabilities)]
-    payloads += _metadata(result.columns, outcome.status, outcome.warnings, capabilities)
+    payloads += _metadata(
+        result.columns, outcome.status, outcome.warnings, capabilities, definitions
+    )
     payloads += _rows(result, binary=binary)
     payloads.append(terminator_payload(outcome, capabilities))
     return payloads

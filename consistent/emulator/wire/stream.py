@@ -2,8 +2,8 @@
 
 The codec (:mod:`consistent.protocol.framing`) frames what we write; reading is done here
 header by header so that the announced length is checked against ``max_allowed_packet``
-before a byte of the payload is buffered, and so an oversized packet can be answered with
-mysqld's ERR 1153 rather than a bare disconnect.
+before the payload is waited for (at most one read chunk of it is buffered), and so an
+oversized packet can be answered with mysqld's ERR 1153 rather than a bare disconnect.
 
 Sequence ids follow the protocol: every command starts at 0 on the client's side, each packet
 of the exchange (in either direction) takes the next id modulo 256.
@@ -25,6 +25,7 @@ __all__ = ["PacketStream", "PacketTooLarge", "PacketsOutOfOrder", "PeerClosed"]
 
 _HEADER: Final = struct.Struct("<I")
 _DISCARD_CHUNK: Final = 1 << 16
+_READ_CHUNK: Final = 1 << 16
 
 
 class PeerClosed(InterfaceError):
@@ -52,6 +53,7 @@ class PacketStream:
     """
 
     __slots__ = (
+        "_in",
         "_out",
         "_reader",
         "_writer",
@@ -73,6 +75,7 @@ class PacketStream:
         self._reader = reader
         self._writer = writer
         self.max_payload = max_payload
+        self._in = bytearray()
         self._out: list[bytes] = []
         self.read_timeout = read_timeout
         self.write_timeout = write_timeout
@@ -93,41 +96,64 @@ class PacketStream:
         packet must follow within ``read_timeout``.  Raises :class:`PeerClosed` on a clean
         close before the header, :class:`TimeoutError`, or :class:`RemoteProtocolError`
         (:class:`PacketTooLarge`, :class:`PacketsOutOfOrder`, truncated packet).
+
+        Bytes are taken from the stream in chunks into a buffer of this stream's own, so a
+        packet that arrived whole (the usual case) is read without waiting and without
+        arming a timer.
         """
-        async with asyncio.timeout(timeout):
-            header = await self._read_header(first=True)
-        async with asyncio.timeout(self.read_timeout):
-            parts: list[bytes] = []
-            size = 0
-            while True:
-                length = self._check(header, size)
-                chunk = await self._read_exactly(length)
-                parts.append(chunk)
-                size += length
-                if length < MAX_PACKET_PAYLOAD:
-                    return chunk if len(parts) == 1 else b"".join(parts)
-                header = await self._read_header(first=False)
+        if len(self._in) < HEADER_SIZE:
+            async with asyncio.timeout(timeout):
+                await self._fill(HEADER_SIZE, first=True)
+        header = self._take_header()
+        deadline: float | None = None  # read_timeout from the first wait on
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            length = self._check(header, size)
+            if len(self._in) < length:
+                deadline = self._deadline(deadline)
+                async with asyncio.timeout_at(deadline):
+                    await self._fill(length, first=False)
+            chunk = bytes(self._in[:length])
+            del self._in[:length]
+            parts.append(chunk)
+            size += length
+            if length < MAX_PACKET_PAYLOAD:
+                return chunk if len(parts) == 1 else b"".join(parts)
+            if len(self._in) < HEADER_SIZE:
+                deadline = self._deadline(deadline)
+                async with asyncio.timeout_at(deadline):
+                    await self._fill(HEADER_SIZE, first=False, header=True)
+            header = self._take_header()
+
+    def _deadline(self, deadline: float | None) -> float:
+        if deadline is None:
+            return asyncio.get_running_loop().time() + self.read_timeout
+        return deadline
 
     async def read_command(self, timeout: float | None) -> bytes:
         """The next command packet: its sequence id restarts at 0."""
         self.seq = 0
         return await self.read(timeout)
 
-    async def _read_header(self, *, first: bool) -> int:
-        try:
-            data = await self._reader.readexactly(HEADER_SIZE)
-        except asyncio.IncompleteReadError as e:
-            if first and not e.partial:
-                raise PeerClosed("the client closed the connection") from None
-            raise RemoteProtocolError("connection closed inside a packet header") from None
-        word: int = _HEADER.unpack(data)[0]
+    def _take_header(self) -> int:
+        word: int = _HEADER.unpack_from(self._in)[0]
+        del self._in[:HEADER_SIZE]
         return word
 
-    async def _read_exactly(self, n: int) -> bytes:
-        try:
-            return await self._reader.readexactly(n)
-        except asyncio.IncompleteReadError:
-            raise RemoteProtocolError("connection closed inside a packet") from None
+    async def _fill(self, size: int, *, first: bool, header: bool | None = None) -> None:
+        """Read from the stream until the buffer holds ``size`` bytes (at most one chunk
+        more than asked for, as a stream reader's own buffer would)."""
+        in_header = first if header is None else header
+        while len(self._in) < size:
+            chunk = await self._reader.read(_READ_CHUNK)
+            if not chunk:
+                if first and not self._in:
+                    raise PeerClosed("the client closed the connection")
+                if in_header:
+                    raise RemoteProtocolError("connection closed inside a packet header")
+                raise RemoteProtocolError("connection closed inside a packet")
+            self._in += chunk
 
     def _check(self, header: int, size_so_far: int) -> int:
         length = header & 0xFFFFFF
@@ -160,6 +186,10 @@ class PacketStream:
         data = b"".join(self._out)
         self._out.clear()
         self._writer.write(data)
+        if not self._writer.transport.get_write_buffer_size():
+            # The socket took everything: drain() returns at once, no deadline to arm.
+            await self._writer.drain()
+            return
         async with asyncio.timeout(self.write_timeout):
             await self._writer.drain()
 
@@ -174,6 +204,9 @@ class PacketStream:
         Used before closing on an oversized packet: a socket closed with unread data sends a
         reset, which can destroy the ERR packet in flight to the client.
         """
+        buffered = min(limit, len(self._in))
+        del self._in[:buffered]
+        limit -= buffered
         with contextlib.suppress(TimeoutError, OSError):
             async with asyncio.timeout(timeout):
                 while limit > 0:

@@ -1,0 +1,187 @@
+"""What a translation asks the session, recorded and replayed.
+
+A plan (:mod:`consistent.emulator.sql.stmtcache`) may be reused only while its statement would
+translate the same way: :class:`Recorder` notes the table names a translation resolved, and
+whether it asked anything else (a variable, ``NOW()``…: then no plan).  :class:`Replayer`
+compiles a shape's template from that recording without touching the session, and
+:func:`replay` checks a session still resolves the names to the very same tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from consistent.emulator.errors import SqlError
+from consistent.emulator.sql.context import StatementContext
+from consistent.emulator.sql.translate import TableRef
+from consistent.errors import InternalError
+
+__all__ = ["NotReplayable", "Recorder", "Replayer", "TableCall", "replay"]
+
+
+@dataclass(frozen=True, slots=True)
+class TableCall:
+    """One table name a handler resolved, and what it resolved to."""
+
+    schema: str | None
+    name: str
+    ref: TableRef
+
+
+class NotReplayable(InternalError):
+    """Compiling a template asked the session something its recording does not hold."""
+
+
+class Recorder:
+    """A :class:`StatementContext` that forwards to the session and records table lookups;
+    ``dynamic`` becomes true when anything else is asked (its answer may change)."""
+
+    def __init__(self, ctx: StatementContext) -> None:
+        self._ctx = ctx
+        self.calls: list[TableCall] = []
+        self.dynamic = False
+
+    def resolve_table(self, schema: str | None, name: str) -> TableRef:
+        """Resolve through the session and remember the answer."""
+        ref = self._ctx.resolve_table(schema, name)
+        self.calls.append(TableCall(schema, name, ref))
+        return ref
+
+    @property
+    def database(self) -> str | None:
+        """The default schema (makes the translation dynamic)."""
+        self.dynamic = True
+        return self._ctx.database
+
+    @property
+    def user_host(self) -> str:
+        """``USER()`` (dynamic)."""
+        self.dynamic = True
+        return self._ctx.user_host
+
+    @property
+    def connection_id(self) -> int:
+        """``CONNECTION_ID()`` (dynamic)."""
+        self.dynamic = True
+        return self._ctx.connection_id
+
+    @property
+    def last_insert_id(self) -> int:
+        """``LAST_INSERT_ID()`` (dynamic)."""
+        self.dynamic = True
+        return self._ctx.last_insert_id
+
+    @property
+    def row_count(self) -> int:
+        """``ROW_COUNT()`` (dynamic)."""
+        self.dynamic = True
+        return self._ctx.row_count
+
+    @property
+    def found_rows(self) -> int:
+        """``FOUND_ROWS()`` (dynamic)."""
+        self.dynamic = True
+        return self._ctx.found_rows
+
+    @property
+    def server_version(self) -> str:
+        """``VERSION()`` (dynamic)."""
+        self.dynamic = True
+        return self._ctx.server_version
+
+    def system_variable_value(self, name: str, scope: str | None) -> object:
+        """``@@name`` (dynamic)."""
+        self.dynamic = True
+        return self._ctx.system_variable_value(name, scope)
+
+    def user_variable(self, name: str) -> object:
+        """``@name`` (dynamic)."""
+        self.dynamic = True
+        return self._ctx.user_variable(name)
+
+
+class Replayer:
+    """A :class:`StatementContext` answering table lookups from a recording, in order, and
+    nothing else (:class:`NotReplayable`); used to compile a shape's template without
+    touching the session."""
+
+    def __init__(self, calls: list[TableCall]) -> None:
+        self._calls = calls
+        self._next = 0
+
+    def resolve_table(self, schema: str | None, name: str) -> TableRef:
+        """The recorded answer to the next lookup (which must be the same lookup)."""
+        if self._next >= len(self._calls):
+            raise NotReplayable(name)
+        call = self._calls[self._next]
+        if (call.schema, call.name) != (schema, name):
+            raise NotReplayable(name)
+        self._next += 1
+        return call.ref
+
+    @property
+    def complete(self) -> bool:
+        """Whether every recorded lookup was asked again."""
+        return self._next == len(self._calls)
+
+    def _refuse(self) -> NotReplayable:
+        return NotReplayable("the translation depends on the session")
+
+    @property
+    def database(self) -> str | None:
+        """Not replayable."""
+        raise self._refuse()
+
+    @property
+    def user_host(self) -> str:
+        """Not replayable."""
+        raise self._refuse()
+
+    @property
+    def connection_id(self) -> int:
+        """Not replayable."""
+        raise self._refuse()
+
+    @property
+    def last_insert_id(self) -> int:
+        """Not replayable."""
+        raise self._refuse()
+
+    @property
+    def row_count(self) -> int:
+        """Not replayable."""
+        raise self._refuse()
+
+    @property
+    def found_rows(self) -> int:
+        """Not replayable."""
+        raise self._refuse()
+
+    @property
+    def server_version(self) -> str:
+        """Not replayable."""
+        raise self._refuse()
+
+    def system_variable_value(self, name: str, scope: str | None) -> object:
+        """Not replayable."""
+        raise self._refuse()
+
+    def user_variable(self, name: str) -> object:
+        """Not replayable."""
+        raise self._refuse()
+
+
+def replay(ctx: StatementContext, calls: tuple[TableCall, ...]) -> bool:
+    """Resolve the recorded table names again; True when each gives the same table.
+
+    A lookup that now fails is reported as False too: the caller then runs the statement the
+    long way, which raises the error where it belongs.
+    """
+    for call in calls:
+        try:
+            ref = ctx.resolve_table(call.schema, call.name)
+        except SqlError:
+            return False
+        if ref.table is not call.ref.table or ref.virtual != call.ref.virtual:
+            return False
+    return True
