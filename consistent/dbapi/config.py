@@ -26,7 +26,15 @@ from consistent.errors import InterfaceError
 from consistent.policy import Level, OnTimeout, PolicyConfig
 from consistent.policy.states import FlavorName
 
-__all__ = ["DEFAULT_PORT", "ConnectConfig", "ServerSpec", "build_config", "parse_url"]
+__all__ = [
+    "DEFAULT_PORT",
+    "ConnectConfig",
+    "ServerSpec",
+    "build_config",
+    "parse_boolean",
+    "parse_number",
+    "parse_url",
+]
 
 DEFAULT_PORT: Final = 3306
 _SCHEMES: Final = frozenset({"mysql", "mariadb", "consistent", "mysql+consistent"})
@@ -168,9 +176,9 @@ def parse_url(url: str) -> dict[str, Any]:
         elif key in ("level", "on_timeout", "flavor"):
             kwargs[key] = value
         elif key in ("wait_timeout", "max_lag", "replica_connect_timeout"):
-            kwargs[key] = _number(key, value)
+            kwargs[key] = parse_number(key, value)
         elif key == "autocommit":
-            kwargs[key] = _boolean(key, value)
+            kwargs[key] = parse_boolean(key, value)
         else:
             kwargs[key] = _option(key, value)
     if replicas:
@@ -178,29 +186,33 @@ def parse_url(url: str) -> dict[str, Any]:
     return kwargs
 
 
-def _number(key: str, value: str) -> float:
+def parse_number(label: str, text: str) -> float:
+    """The number an option's text spells; :class:`InterfaceError` naming ``label`` when it
+    spells none."""
     try:
-        return float(value)
+        return float(text)
     except ValueError:
-        raise InterfaceError(f"{key} must be a number, not {value!r}") from None
+        raise InterfaceError(f"{label} must be a number, not {text!r}") from None
 
 
-def _boolean(key: str, value: str) -> bool:
-    lowered = value.strip().lower()
+def parse_boolean(label: str, text: str) -> bool:
+    """``1/true/yes/on`` or ``0/false/no/off`` (any case); :class:`InterfaceError` naming
+    ``label`` for anything else."""
+    lowered = text.strip().lower()
     if lowered in _TRUE:
         return True
     if lowered in _FALSE:
         return False
-    raise InterfaceError(f"{key} must be a boolean, not {value!r}")
+    raise InterfaceError(f"{label} must be a boolean, not {text!r}")
 
 
 def _option(key: str, value: str) -> Any:
     if key in _INT_OPTIONS:
-        return int(_number(key, value))
+        return int(parse_number(key, value))
     if key in _FLOAT_OPTIONS:
-        return _number(key, value)
+        return parse_number(key, value)
     if key in _BOOL_OPTIONS:
-        return _boolean(key, value)
+        return parse_boolean(key, value)
     return value
 
 

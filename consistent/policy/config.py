@@ -10,10 +10,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from consistent.errors import InterfaceError
 
 __all__ = ["Level", "OnTimeout", "PolicyConfig", "Tracking"]
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _parse_member(cls: type[_E], value: str | _E, what: str) -> _E:
+    """The member of ``cls`` named ``value`` (case-insensitive; ``-`` may stand for ``_``);
+    :class:`InterfaceError` listing the choices when there is none."""
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls(str(value).strip().lower().replace("-", "_"))
+    except ValueError:
+        names = ", ".join(member.value for member in cls)
+        raise InterfaceError(f"unknown {what} {value!r} (one of {names})") from None
 
 
 class Level(StrEnum):
@@ -31,13 +46,7 @@ class Level(StrEnum):
     @classmethod
     def parse(cls, value: str | Level) -> Level:
         """The level named ``value`` (case-insensitive; ``-`` may stand for ``_``)."""
-        if isinstance(value, Level):
-            return value
-        try:
-            return cls(str(value).strip().lower().replace("-", "_"))
-        except ValueError:
-            names = ", ".join(level.value for level in cls)
-            raise InterfaceError(f"unknown consistency level {value!r} (one of {names})") from None
+        return _parse_member(cls, value, "consistency level")
 
 
 class OnTimeout(StrEnum):
@@ -53,13 +62,7 @@ class OnTimeout(StrEnum):
     @classmethod
     def parse(cls, value: str | OnTimeout) -> OnTimeout:
         """The behaviour named ``value`` (case-insensitive; ``-`` may stand for ``_``)."""
-        if isinstance(value, OnTimeout):
-            return value
-        try:
-            return cls(str(value).strip().lower().replace("-", "_"))
-        except ValueError:
-            names = ", ".join(item.value for item in cls)
-            raise InterfaceError(f"unknown on_timeout {value!r} (one of {names})") from None
+        return _parse_member(cls, value, "on_timeout")
 
 
 class Tracking(StrEnum):

@@ -73,8 +73,10 @@ from consistent.protocol.commands import (
     parse_stmt_send_long_data,
 )
 from consistent.protocol.constants import (
+    DATETIME_TYPES,
     MAX_PACKET_PAYLOAD,
     NATIVE_PASSWORD_NONCE_LENGTH,
+    TIME_TYPES,
     CachingSha2,
     Capability,
     Charset,
@@ -180,6 +182,7 @@ from consistent.protocol.session_state import (
 
 __all__ = [
     "CACHING_SHA2_PASSWORD",
+    "DATETIME_TYPES",
     "DEFAULT_MAX_PAYLOAD",
     "HEADER_SIZE",
     "MARIADB_LAST_GTID",
@@ -188,6 +191,7 @@ __all__ = [
     "NATIVE_PASSWORD_NONCE_LENGTH",
     "PARAM_NULL_BITMAP_OFFSET",
     "ROW_NULL_BITMAP_OFFSET",
+    "TIME_TYPES",
     "Attributes",
     "AuthMoreData",
     "AuthSwitchRequest",

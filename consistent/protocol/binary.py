@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from consistent.errors import LocalProtocolError, RemoteProtocolError
-from consistent.protocol.constants import ColumnFlag, ColumnType
+from consistent.protocol.constants import DATETIME_TYPES, TIME_TYPES, ColumnFlag, ColumnType
 from consistent.protocol.lenenc import Reader, encode_text, pack_lenenc_bytes
 
 if TYPE_CHECKING:
@@ -174,17 +174,6 @@ _FLOATS: Final[dict[int, struct.Struct]] = {
     ColumnType.FLOAT: struct.Struct("<f"),
     ColumnType.DOUBLE: struct.Struct("<d"),
 }
-_DATETIME_TYPES: Final = frozenset(
-    {
-        ColumnType.DATE,
-        ColumnType.NEWDATE,
-        ColumnType.DATETIME,
-        ColumnType.DATETIME2,
-        ColumnType.TIMESTAMP,
-        ColumnType.TIMESTAMP2,
-    }
-)
-_TIME_TYPES: Final = frozenset({ColumnType.TIME, ColumnType.TIME2})
 _DATE_PART: Final = struct.Struct("<BHBB")
 _DATETIME_PART: Final = struct.Struct("<BHBBBBB")
 _DATETIME_MICRO: Final = struct.Struct("<BHBBBBBI")
@@ -251,9 +240,9 @@ def encode_binary_value(binary_type: BinaryType, value: InputValue) -> bytes:
             if not isinstance(value, int | float | decimal.Decimal):
                 raise LocalProtocolError(f"expected a number, got {type(value).__name__}")
             return packer.pack(float(value))
-        if t in _DATETIME_TYPES:
+        if t in DATETIME_TYPES:
             return _encode_datetime(value)
-        if t in _TIME_TYPES:
+        if t in TIME_TYPES:
             return _encode_time(value)
         if t == ColumnType.NULL:
             raise LocalProtocolError("a value of type NULL must be None")
@@ -334,9 +323,9 @@ def decode_binary_value(r: Reader, binary_type: BinaryType) -> BinaryValue:
     if unpack_float is not None:
         number: float = unpack_float.unpack(r.view(unpack_float.size))[0]
         return number
-    if t in _DATETIME_TYPES:
+    if t in DATETIME_TYPES:
         return _decode_datetime(r)
-    if t in _TIME_TYPES:
+    if t in TIME_TYPES:
         return _decode_time(r)
     if t == ColumnType.NULL:
         raise RemoteProtocolError("a NULL-typed value must be flagged in the NULL bitmap")

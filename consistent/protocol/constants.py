@@ -219,6 +219,24 @@ class ColumnType(IntEnum):
     GEOMETRY = 255
 
 
+DATETIME_TYPES: Final = frozenset(
+    {
+        ColumnType.DATE,
+        ColumnType.NEWDATE,
+        ColumnType.DATETIME,
+        ColumnType.DATETIME2,
+        ColumnType.TIMESTAMP,
+        ColumnType.TIMESTAMP2,
+    }
+)
+"""Types whose binary-protocol value is a date or a date and time (``MYSQL_TIME``, 0, 4, 7 or
+11 bytes after a length byte)."""
+
+TIME_TYPES: Final = frozenset({ColumnType.TIME, ColumnType.TIME2})
+"""Types whose binary-protocol value is a signed duration (0, 8 or 12 bytes after a length
+byte)."""
+
+
 class ColumnFlag(IntFlag):
     """Column-definition flags as sent in the 2-byte ``flags`` field.
 

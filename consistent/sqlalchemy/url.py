@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from consistent.dbapi.config import parse_boolean, parse_number
 from consistent.errors import InterfaceError
 
 __all__ = [
@@ -31,9 +32,6 @@ _BOOLEANS: Final = frozenset({"autocommit"})
 _REPLICAS: Final = frozenset({"replica", "replicas"})
 #: Query options the dialect consumes itself; the rest are PyMySQL's.
 CONSISTENCY_OPTIONS: Final = _TEXT | _NUMBERS | _BOOLEANS | _REPLICAS
-
-_TRUE: Final = frozenset({"1", "true", "yes", "on"})
-_FALSE: Final = frozenset({"0", "false", "no", "off"})
 
 
 def split_query(
@@ -56,22 +54,6 @@ def _single(key: str, value: str | tuple[str, ...]) -> str:
     return values[0]
 
 
-def _number(key: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise InterfaceError(f"URL option {key!r} must be a number, not {text!r}") from None
-
-
-def _boolean(key: str, text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise InterfaceError(f"URL option {key!r} must be a boolean, not {text!r}")
-
-
 def _replica_list(values: Iterable[str]) -> list[str]:
     """``replica=a:1&replica=b:2`` and ``replicas=a:1,b:2`` both give ``["a:1", "b:2"]``."""
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
@@ -85,9 +67,9 @@ def consistency_options(ours: Mapping[str, str | tuple[str, ...]]) -> dict[str, 
         if key in _REPLICAS:
             replicas.extend(_replica_list(_values(value)))
         elif key in _NUMBERS:
-            kwargs[key] = _number(key, _single(key, value))
+            kwargs[key] = parse_number(f"URL option {key!r}", _single(key, value))
         elif key in _BOOLEANS:
-            kwargs[key] = _boolean(key, _single(key, value))
+            kwargs[key] = parse_boolean(f"URL option {key!r}", _single(key, value))
         else:
             kwargs[key] = _single(key, value)
     if replicas:

@@ -9,6 +9,8 @@ Register with ``pytest_plugins = ["consistent.testing.pytest_plugin"]``.
   the test starts and dropped after it.
 * After every test that used the topology, lag controls (delay, pause, kill) are undone, so no
   test sees another's replica state.
+* ``emulator_topology`` (session): the emulator's own primary and two replicas
+  (:func:`consistent.emulator.start_topology`), in a background thread, for the whole run.
 
 Tests that use the topology get the ``mariadb`` marker automatically, so ``-m "not mariadb"``
 deselects them even when a test forgot the marker.
@@ -16,12 +18,13 @@ deselects them even when a test forgot the marker.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -33,7 +36,10 @@ from consistent.testing.mariadb import (
     start_topology,
 )
 
-__all__ = ["CleanDatabase", "mariadb_database", "mariadb_topology"]
+if TYPE_CHECKING:
+    from consistent.emulator.replication.threaded import TopologyThread
+
+__all__ = ["CleanDatabase", "emulator_topology", "mariadb_database", "mariadb_topology"]
 
 _TOPOLOGY_FIXTURES = frozenset({"mariadb_topology", "mariadb_database"})
 _SUMMARY_KEY = pytest.StashKey[str]()
@@ -95,6 +101,19 @@ def mariadb_database(
     finally:
         mariadb_topology.reset_lag()
         mariadb_topology.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def emulator_topology() -> Iterator[TopologyThread]:
+    """An emulated primary and two replicas (the emulator's own replication), for the run.
+
+    The emulator is imported only when a test asks for it (it takes about half a second)."""
+    threaded = importlib.import_module("consistent.emulator.replication.threaded")
+    topology: TopologyThread = threaded.start_topology(replicas=_REPLICAS)
+    try:
+        yield topology
+    finally:
+        topology.close()
 
 
 @pytest.fixture(autouse=True)

@@ -6,10 +6,7 @@ so a zero here means something."""
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -25,42 +22,6 @@ if TYPE_CHECKING:
 #: Write-then-read iterations per backend.  The emulated topology runs its servers and their
 #: replication on one event loop inside the test process (one iteration takes a few ms).
 ITERATIONS = {"mariadb": 1000, "emulator": 1000}
-
-
-def resume_all_later(backend: Backend, delay: float = 0.3) -> threading.Timer:
-    """Resume every replica's applier after ``delay`` seconds (they are paused meanwhile)."""
-
-    def resume() -> None:
-        for index in range(len(backend.replicas)):
-            backend.resume(index)
-
-    timer = threading.Timer(delay, resume)
-    timer.start()
-    return timer
-
-
-@contextlib.contextmanager
-def injected_lag(backend: Backend, period: float = 0.06) -> Iterator[None]:
-    """Keep one replica's applier stopped at any time, switching every ``period`` seconds, so
-    that a write is missing from some replica for tens of milliseconds."""
-    stop = threading.Event()
-
-    def run() -> None:
-        turn = 0
-        while not stop.is_set():
-            paused = turn % len(backend.replicas)
-            backend.pause(paused)
-            stop.wait(period)
-            backend.resume(paused)
-            turn += 1
-
-    thread = threading.Thread(target=run, name="lag-injector", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=10)
 
 
 def write_then_read(conn: db.Connection, table: str, iterations: int) -> tuple[int, int]:
@@ -86,7 +47,7 @@ def test_read_your_writes_holds_under_lag_and_eventual_does_not(
 ) -> None:
     iterations = ITERATIONS[backend.name]
     conn = backend.connect(wait_timeout=1.0)
-    with injected_lag(backend):
+    with backend.injected_lag(0.06):
         violations, on_replicas = write_then_read(conn, table, iterations)
         backend.primary_query(f"DELETE FROM {table}")
         eventual = backend.connect(level="eventual")
@@ -103,7 +64,7 @@ def test_read_all_writes_sees_another_sessions_earlier_commit(backend: Backend, 
     backend.pause(1)
     a.cursor().execute(f"INSERT INTO {table} VALUES (1, 1)")  # T1
     b.cursor().execute(f"INSERT INTO {table} VALUES (2, 2)")  # T2
-    timer = resume_all_later(backend)
+    timer = backend.resume_all_later()
     try:
         cur = b.cursor()
         cur.execute(f"SELECT v FROM {table} WHERE k = 1")
@@ -124,7 +85,7 @@ def test_read_latest_sees_a_commit_made_elsewhere_just_before(backend: Backend, 
     cur = own.cursor()
     cur.execute(f"SELECT COUNT(*) FROM {table}")
     assert cur.fetchall() == [(0,)]  # read_own_writes owes nothing to that commit
-    timer = resume_all_later(backend)
+    timer = backend.resume_all_later()
     try:
         cur = latest.cursor()
         cur.execute(f"SELECT v FROM {table} WHERE k = 1")

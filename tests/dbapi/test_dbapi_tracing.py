@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,21 +115,6 @@ def address(name: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def resume_all_later(backend: Backend, delay: float) -> threading.Timer:
-    def resume() -> None:
-        for index in range(len(backend.replicas)):
-            backend.resume(index)
-
-    timer = threading.Timer(delay, resume)
-    timer.start()
-    return timer
-
-
-def pause_all(backend: Backend) -> None:
-    for index in range(len(backend.replicas)):
-        backend.pause(index)
-
-
 def route(span: Mapping[str, Any]) -> tuple[str, str, str | None]:
     return (
         span[trace.ROUTE_TARGET],
@@ -208,11 +192,11 @@ def test_commit_produces_the_gtid_and_every_transaction_statement_has_a_span(
 def test_known_covered_and_waited(backend: Backend, table: str, traced: Traced) -> None:
     conn = backend.connect(telemetry=traced.telemetry, wait_timeout=10.0)
     cur = conn.cursor()
-    pause_all(backend)
+    backend.pause_all()
     cur.execute(f"INSERT INTO {table} VALUES (1, 42)")
     produced = traced.last(conn)[trace.GTID_PRODUCED]
     delay = 0.3
-    timer = resume_all_later(backend, delay)
+    timer = backend.resume_all_later(delay)
     try:
         cur.execute(f"SELECT v FROM {table} WHERE k = 1")
         assert cur.fetchall() == [(42,)]
@@ -251,7 +235,7 @@ def test_known_covered_and_waited(backend: Backend, table: str, traced: Traced) 
 def test_a_timeout_falls_back_to_the_primary(backend: Backend, table: str, traced: Traced) -> None:
     conn = backend.connect(telemetry=traced.telemetry, wait_timeout=0.2)
     cur = conn.cursor()
-    pause_all(backend)
+    backend.pause_all()
     cur.execute(f"INSERT INTO {table} VALUES (1, 7)")
     produced = traced.last(conn)[trace.GTID_PRODUCED]
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
@@ -337,7 +321,7 @@ def test_eventual_reads_go_to_a_replica_without_waiting(
 ) -> None:
     conn = backend.connect(telemetry=traced.telemetry, level="eventual")
     cur = conn.cursor()
-    pause_all(backend)
+    backend.pause_all()
     cur.execute(f"INSERT INTO {table} VALUES (1, 1)")
     cur.execute(f"SELECT COUNT(*) FROM {table}")
     assert cur.fetchall() == [(0,)]  # stale, as eventual allows: the appliers are stopped

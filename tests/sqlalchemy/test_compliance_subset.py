@@ -7,13 +7,13 @@ selection on the shared MariaDB topology; nothing may pass on ``mysql+pymysql`` 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from consistent.testing.loading import load_module
 
 RUNNER = Path(__file__).resolve().parents[1] / "sqlalchemy_compliance" / "run.py"
 CLASSES = (
@@ -33,13 +33,7 @@ CLASSES = (
 
 
 def load_runner() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("consistent_sqla_compliance_run", RUNNER)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module("consistent_sqla_compliance_run", RUNNER)
 
 
 @pytest.mark.slow

@@ -16,8 +16,6 @@ from sqlalchemy import orm
 import consistent.dbapi
 from consistent.policy import PRIMARY
 
-from .conftest import injected_lag
-
 if TYPE_CHECKING:
     from .conftest import Backend
 
@@ -48,7 +46,7 @@ def test_an_orm_session_reads_its_writes_under_lag(backend: Backend) -> None:
     violations = on_replicas = 0
     connections: set[int] = set()
     blockers: list[sa.Connection] = []
-    with injected_lag(backend), orm.Session(engine, expire_on_commit=True) as session:
+    with backend.injected_lag(), orm.Session(engine, expire_on_commit=True) as session:
         counter = Counter(id=1, value=0)
         session.add(counter)
         session.commit()
@@ -85,7 +83,7 @@ def test_a_read_write_split_on_mysql_pymysql_reads_stale_data(backend: Backend) 
     reader_engines = [backend.engine(backend.replica_url(i)) for i in (0, 1)]
     stale = 0
     with (
-        injected_lag(backend),
+        backend.injected_lag(),
         orm.Session(writer_engine) as writer,
     ):
         counter = Counter(id=1, value=0)

@@ -43,16 +43,6 @@ def raw_of(session: orm.Session) -> consistent.dbapi.Connection:
     return raw
 
 
-def resume_later(backend: Backend, delay: float = 0.3) -> threading.Timer:
-    def resume() -> None:
-        for index in range(len(backend.replica_ports)):
-            backend.resume(index)
-
-    timer = threading.Timer(delay, resume)
-    timer.start()
-    return timer
-
-
 def test_a_session_keeps_its_token_across_checkouts(backend: Backend) -> None:
     engine = setup_engine(backend, pool_size=3)
     seen: set[int] = set()
@@ -122,7 +112,7 @@ def test_a_token_carries_causality_to_another_session(backend: Backend) -> None:
         decision = raw_of(stranger).last_decision
         assert decision is not None
         assert decision.target != PRIMARY
-    timer = resume_later(backend)
+    timer = backend.resume_all_later()
     try:
         with orm.Session(engine) as reader:
             csa.require(reader, token)
@@ -149,7 +139,7 @@ def test_core_connections_work_the_same_way(backend: Backend) -> None:
         writer.commit()
         token = csa.token(writer)
         assert token
-        timer = resume_later(backend)
+        timer = backend.resume_all_later()
         try:
             # its own write, read on a replica after waiting for it
             assert writer.execute(sa.select(items.c.name)).scalar_one() == "three"

@@ -3,15 +3,14 @@ a read on a replica that still sees it, with the token carried by a cookie betwe
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from consistent.testing.loading import load_module
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -24,13 +23,7 @@ APP_PATH = Path(__file__).resolve().parents[2] / "examples" / "webapp" / "app.py
 @pytest.fixture(scope="module")
 def webapp() -> ModuleType:
     pytest.importorskip("flask")
-    spec = importlib.util.spec_from_file_location("consistent_example_webapp", APP_PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module("consistent_example_webapp", APP_PATH)
 
 
 @pytest.fixture
@@ -39,16 +32,6 @@ def app(webapp: ModuleType, backend: Backend) -> Iterator[Flask]:
     backend.catch_up()
     yield app
     app.extensions["consistent_engine"].dispose()
-
-
-def resume_later(backend: Backend, delay: float = 0.3) -> threading.Timer:
-    def resume() -> None:
-        for index in range(len(backend.replica_ports)):
-            backend.resume(index)
-
-    timer = threading.Timer(delay, resume)
-    timer.start()
-    return timer
 
 
 def notes_of(body: Any) -> list[str]:
@@ -73,7 +56,7 @@ def test_the_next_request_reads_the_write_on_a_replica(
     assert notes_of(unseen) == []
     assert unseen["served_by"]["role"] == "replica"
 
-    timer = resume_later(backend)
+    timer = backend.resume_all_later()
     try:
         seen = user.get("/api/notes").get_json()
     finally:

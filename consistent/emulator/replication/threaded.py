@@ -18,18 +18,12 @@ it (virtual-time tests use :class:`~.topology.Topology` directly on a
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
-import logging
-import threading
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from types import TracebackType
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import Any, ClassVar
 
 import pymysql
 
+from consistent.emulator.loopthread import DEFAULT_TIMEOUT, LoopThread
 from consistent.emulator.replication.channel import Channel
 from consistent.emulator.replication.clock import TopologyClock
 from consistent.emulator.replication.lagmodel import LagModel
@@ -44,13 +38,6 @@ from consistent.emulator.replication.topology import (
 )
 
 __all__ = ["ServerRef", "TopologyThread", "start_topology", "start_topology_async"]
-
-logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-P = ParamSpec("P")
-
-_DEFAULT_TIMEOUT: Final = 30.0
 
 ServerRef = int | str | Endpoint
 """A server: its name, its :class:`Endpoint`, or a 0-based replica index."""
@@ -72,20 +59,19 @@ def _spec(
     )
 
 
-class TopologyThread:
+class TopologyThread(LoopThread):
     """A running topology in a daemon thread; see the module docstring."""
 
+    _label: ClassVar[str] = "topology"
+    _error_type: ClassVar[type[Exception]] = TopologyError
+    _timeout_error_type: ClassVar[type[Exception]] = TopologyError
+
     def __init__(
-        self, spec: TopologySpec, *, host: str = LOOPBACK, timeout: float = _DEFAULT_TIMEOUT
+        self, spec: TopologySpec, *, host: str = LOOPBACK, timeout: float = DEFAULT_TIMEOUT
     ) -> None:
+        super().__init__(timeout=timeout)
         self.spec = spec
         self.host = host
-        self.timeout = timeout
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
         self._topology: Topology | None = None
 
     # ----- access ---------------------------------------------------------------------------------
@@ -93,16 +79,7 @@ class TopologyThread:
     @property
     def topology(self) -> Topology:
         """The running :class:`Topology` (touch it only through :meth:`call` / :meth:`run`)."""
-        if self._topology is None:
-            raise TopologyError("the topology is not running")
-        return self._topology
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The topology's event loop."""
-        if self._loop is None:
-            raise TopologyError("the topology is not running")
-        return self._loop
+        return self._running(self._topology)
 
     @property
     def endpoints(self) -> dict[str, Endpoint]:
@@ -148,25 +125,6 @@ class TopologyThread:
     def describe(self) -> str:
         """Every server with its address and the lag model of its channels."""
         return self.topology.describe()
-
-    def call(self, awaitable: Awaitable[T], timeout: float | None = None) -> T:
-        """Run ``awaitable`` on the topology's loop and return its result."""
-        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(
-            _as_coroutine(awaitable), self.loop
-        )
-        try:
-            return future.result(self.timeout if timeout is None else timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise
-
-    def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Call a plain function on the topology's loop (to read engine state safely)."""
-
-        async def invoke() -> T:
-            return fn(*args, **kwargs)
-
-        return self.call(invoke())
 
     # ----- connections and queries ----------------------------------------------------------------
 
@@ -309,72 +267,15 @@ class TopologyThread:
 
     # ----- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> TopologyThread:
-        """Start the thread and wait until every server listens (re-raising a start error)."""
-        if self._thread is not None:
-            raise TopologyError("the topology thread was already started")
-        self._thread = threading.Thread(target=self._main, name="consistent-topology", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(self.timeout):
-            raise TopologyError("the topology did not start in time")
-        if self._error is not None:
-            self._thread.join(self.timeout)
-            raise self._error
-        return self
-
     def close(self) -> None:
-        """Stop the channels and servers and join the thread."""
-        thread = self._thread
-        if thread is None:
-            return
-        loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stop.set)
-        thread.join(self.timeout)
-        if thread.is_alive():
-            logger.error("the topology thread did not stop within %s s", self.timeout)
-        self._thread = None
+        """Stop the channels and servers and join the thread (the same as :meth:`stop`)."""
+        self.stop()
 
-    stop = close
+    async def _open(self) -> None:
+        self._topology = await Topology.start(self.spec, host=self.host)
 
-    def __enter__(self) -> TopologyThread:
-        if self._thread is None:
-            self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _main(self) -> None:
-        try:
-            asyncio.run(self._amain())
-        except BaseException as exc:  # reported to start(); the thread must not die silently
-            if not self._ready.is_set():
-                self._error = exc
-                self._ready.set()
-            else:
-                logger.exception("the topology thread failed")
-
-    async def _amain(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        topology = await Topology.start(self.spec, host=self.host)
-        self._topology = topology
-        self._ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            await topology.close()
-
-
-async def _as_coroutine(awaitable: Awaitable[T]) -> T:
-    return await awaitable
+    async def _close(self) -> None:
+        await self.topology.close()
 
 
 def start_topology(
@@ -386,7 +287,7 @@ def start_topology(
     workers: int | None = None,
     seed: int | None = None,
     host: str = LOOPBACK,
-    timeout: float = _DEFAULT_TIMEOUT,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> TopologyThread:
     """Start a topology in a background thread, in real time, each server on its own port.
 

@@ -23,8 +23,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "VirtualTable",
+    "column_default",
+    "column_extra",
+    "column_key",
     "default_virtual_tables",
     "materialize",
+    "processlist_rows",
     "status_rows",
     "virtual_columns",
 ]
@@ -151,7 +155,9 @@ def _tables(session: Session) -> list[Row]:
     return rows
 
 
-def _column_default(col: ColumnDef) -> object:
+def column_default(col: ColumnDef) -> object:
+    """The Default column of SHOW COLUMNS / information_schema.COLUMNS: the literal unquoted,
+    ``NULL`` as None."""
     default = col.default
     if default is None or default == "NULL":
         return None
@@ -160,7 +166,9 @@ def _column_default(col: ColumnDef) -> object:
     return default
 
 
-def _column_key(table: TableDef, name: str) -> str:
+def column_key(table: TableDef, name: str) -> str:
+    """The Key column of SHOW COLUMNS / information_schema.COLUMNS: ``PRI``, ``UNI`` or
+    ``MUL`` after the first index that starts with the column, else empty."""
     for index in table.sorted_indexes():
         if index.columns[0] != name:
             continue
@@ -223,7 +231,7 @@ def _columns(session: Session) -> list[Row]:
                     table.name,
                     col.name,
                     position,
-                    _column_default(col),
+                    column_default(col),
                     "YES" if col.nullable else "NO",
                     spec.name,
                     chars,
@@ -234,7 +242,7 @@ def _columns(session: Session) -> list[Row]:
                     (spec.charset or table.charset) if text else None,
                     (spec.collation or table.collation) if text else None,
                     spec.sql(),
-                    _column_key(table, col.name),
+                    column_key(table, col.name),
                     column_extra(col),
                     "select,insert,update,references",
                     col.comment,
@@ -359,7 +367,9 @@ def _referential(session: Session) -> list[Row]:
     return rows
 
 
-def _processlist(session: Session) -> list[Row]:
+def processlist_rows(session: Session) -> list[Row]:
+    """One row a session (Id, User, Host, db, Command, Time, State, Info): the rows of SHOW
+    PROCESSLIST and information_schema.PROCESSLIST."""
     now = session.server.clock()
     return [
         (
@@ -595,7 +605,7 @@ def default_virtual_tables() -> dict[tuple[str, str], VirtualTable]:
                 )
             ],
         ),
-        _vt(IS, "PROCESSLIST", "ID:i,USER,HOST,DB,COMMAND,TIME:n,STATE,INFO:l", _processlist),
+        _vt(IS, "PROCESSLIST", "ID:i,USER,HOST,DB,COMMAND,TIME:n,STATE,INFO:l", processlist_rows),
         _vt(
             PS,
             "threads",

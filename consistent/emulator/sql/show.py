@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Final
 from consistent.emulator.errors import ER, not_supported, sql_error
 from consistent.emulator.results import Column, ResultSet, StmtResult, bigint_column, text_column
 from consistent.emulator.sql.catalog import SYSTEM_SCHEMAS, TableDef
-from consistent.emulator.sql.infoschema import column_extra, status_rows
+from consistent.emulator.sql.infoschema import (
+    column_default,
+    column_extra,
+    column_key,
+    processlist_rows,
+    status_rows,
+)
 from consistent.emulator.sql.lexer import Statement, TokenStream
 from consistent.emulator.sysvars import CHARSETS, COLLATIONS
 from consistent.emulator.variables import SYSTEM_VARIABLES, value_text
@@ -117,33 +123,13 @@ def _table_for(session: Session, ts: TokenStream) -> TableDef:
     return session.resolve_table(schema, name).table
 
 
-def _key_of(table: TableDef, name: str) -> str:
-    for index in table.sorted_indexes():
-        if index.columns[0] != name:
-            continue
-        if index.primary:
-            return "PRI"
-        if index.unique and len(index.columns) == 1:
-            return "UNI"
-        return "MUL"
-    return ""
-
-
-def _default_text(default: str | None) -> object:
-    if default is None or default == "NULL":
-        return None
-    if default.startswith("'") and default.endswith("'"):
-        return default[1:-1].replace("''", "'")
-    return default
-
-
 def _column_rows(table: TableDef, full: bool, pattern: str | None) -> list[Row]:
     rows: list[Row] = []
     for col in table.columns:
         if pattern is not None and not like_match(pattern, col.name):
             continue
         null = "YES" if col.nullable else "NO"
-        key = _key_of(table, col.name)
+        key = column_key(table, col.name)
         extra = column_extra(col)
         if full:
             collation = (col.type.collation or table.collation) if col.type.charset else None
@@ -154,14 +140,14 @@ def _column_rows(table: TableDef, full: bool, pattern: str | None) -> list[Row]:
                     collation,
                     null,
                     key,
-                    _default_text(col.default),
+                    column_default(col),
                     extra,
                     "select,insert,update,references",
                     col.comment,
                 )
             )
         else:
-            rows.append((col.name, col.type.sql(), null, key, _default_text(col.default), extra))
+            rows.append((col.name, col.type.sql(), null, key, column_default(col), extra))
     return rows
 
 
@@ -371,20 +357,7 @@ async def _engines(session: Session, ts: TokenStream) -> StmtResult:
 
 async def _processlist(session: Session, ts: TokenStream) -> StmtResult:
     ts.expect_end()
-    now = session.server.clock()
-    rows: list[Row] = [
-        (
-            s.connection_id,
-            s.user,
-            s.host,
-            s.database,
-            s.command,
-            int(now - s.connected_at),
-            "executing" if s.running else "",
-            s.running,
-        )
-        for s in session.server.sessions.values()
-    ]
+    rows = processlist_rows(session)
     columns = [
         bigint_column("Id"),
         text_column("User"),

@@ -32,6 +32,8 @@ from consistent.protocol.binary import (
     build_binary_row,
 )
 from consistent.protocol.constants import (
+    DATETIME_TYPES,
+    TIME_TYPES,
     Capability,
     Charset,
     ColumnFlag,
@@ -88,17 +90,6 @@ _INTEGER_TYPES: Final = frozenset(
     }
 )
 _FLOAT_TYPES: Final = frozenset({ColumnType.FLOAT, ColumnType.DOUBLE})
-_DATETIME_TYPES: Final = frozenset(
-    {
-        ColumnType.DATE,
-        ColumnType.NEWDATE,
-        ColumnType.DATETIME,
-        ColumnType.DATETIME2,
-        ColumnType.TIMESTAMP,
-        ColumnType.TIMESTAMP2,
-    }
-)
-_TIME_TYPES: Final = frozenset({ColumnType.TIME, ColumnType.TIME2})
 _FLOAT_DIGITS: Final = 6  # FLT_DIG: mysqld prints FLOAT columns with 6 significant digits
 _DATETIME_TEXT: Final = re.compile(
     r"^\s*(\d{1,4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,6}))?)?\s*$"
@@ -252,9 +243,9 @@ def binary_value(column: Column, value: object) -> InputValue | None:
         return _to_int(value)
     if t in _FLOAT_TYPES:
         return _to_float(value)
-    if t in _DATETIME_TYPES:
+    if t in DATETIME_TYPES:
         return _to_datetime(value)
-    if t in _TIME_TYPES:
+    if t in TIME_TYPES:
         return _to_time(value)
     if t == ColumnType.NULL:
         raise LocalProtocolError(f"a column of type NULL holds {value!r}")

@@ -1,0 +1,23 @@
+"""Import a script that is not part of a package (an example app, a benchmark runner) so a
+test can call its functions."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+__all__ = ["load_module"]
+
+
+def load_module(name: str, path: Path) -> ModuleType:
+    """Execute the file at ``path`` as the module ``name`` (registered in :data:`sys.modules`,
+    so dataclasses and pickling inside it work) and return it."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
