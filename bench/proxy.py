@@ -1,6 +1,7 @@
 """sysbench oltp_point_select through four targets, side by side in one run.
 
-    python bench/proxy.py [--seconds 10] [--threads 8] [--profile] [--pipeline]
+    python bench/proxy.py [--seconds 10] [--threads 8] [--rounds 1] [--profile] [--pipeline]
+                          [--json PATH]
 
 Targets, all on this machine (client, server and forwarder share its cores):
 
@@ -12,8 +13,12 @@ Targets, all on this machine (client, server and forwarder share its cores):
   default configuration translates every result set's EOFs); then with two replicas (reads
   routed to them and tracked).
 
-It prints QPS, the ratios to MariaDB directly and to the uvloop forwarder, the median and 95th
-percentile latency and what each layer adds to them, and our proxy's CPU time per query.
+Every forwarder and proxy is started once; each round measures every target in turn, so that
+the ratios of one round are measured side by side (the machine is shared: compare ratios, not
+absolute figures).  It prints QPS, the ratios to MariaDB directly and to the uvloop forwarder,
+the median and 95th percentile latency and what each layer adds to them, and each forwarder's
+CPU time per query (the round with the median QPS per target; the ratio of every round).
+``--json PATH`` writes the same figures, per round too, as one JSON object.
 ``--profile`` samples our proxy with py-spy during one more run and prints where the time goes;
 ``--pipeline`` measures a write-then-read loop with the wait pipelined with the read and
 without.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -76,6 +82,7 @@ class Result:
     p50: float
     p95: float
     cpu_us: float | None
+    user_us: float | None
 
 
 def sysbench(target: Target, args: argparse.Namespace, command: str = "run") -> str:
@@ -122,23 +129,27 @@ def percentiles(output: str) -> tuple[float, float]:
     return result[0], result[1]
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of a process."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def measure(target: Target, args: argparse.Namespace) -> Result:
-    before = cpu_seconds(target.pid) if target.pid else 0.0
+    before = cpu_seconds(target.pid) if target.pid else (0.0, 0.0)
     out = sysbench(target, args)
-    after = cpu_seconds(target.pid) if target.pid else 0.0
+    after = cpu_seconds(target.pid) if target.pid else (0.0, 0.0)
     queries = int(re.search(r"queries:\s+(\d+)", out).group(1))  # type: ignore[union-attr]
     qps = float(re.search(r"queries:\s+\d+\s+\(([0-9.]+) per sec", out).group(1))  # type: ignore[union-attr]
     p50, p95 = percentiles(out)
     errors = int(re.search(r"ignored errors:\s+(\d+)", out).group(1))  # type: ignore[union-attr]
     if errors:
         print(f"  ! {target.name}: {errors} ignored errors")
-    cpu = (after - before) / queries * 1e6 if target.pid else None
-    return Result(qps, p50, p95, cpu)
+    if not target.pid:
+        return Result(qps, p50, p95, None, None)
+    user = (after[0] - before[0]) / queries * 1e6
+    return Result(qps, p50, p95, user + (after[1] - before[1]) / queries * 1e6, user)
 
 
 @contextlib.contextmanager
@@ -185,10 +196,15 @@ listen mysql
 """
 
 
-def profile(pid: int, seconds: int, target: Target, args: argparse.Namespace) -> None:
+def profile(
+    pid: int, seconds: int, target: Target, args: argparse.Namespace
+) -> list[tuple[str, float]]:
+    """Sample our proxy with py-spy during one more run; print and return the self-time
+    share of each function.  Shares are of wall time while not idle: a write that the kernel
+    preempts (it wakes the reader on loopback) counts as time in the write."""
     if shutil.which("py-spy") is None and not Path(sys.executable).with_name("py-spy").exists():
         print("py-spy is not installed: no profile")
-        return
+        return []
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
         recorder = subprocess.Popen(
@@ -227,7 +243,7 @@ def profile(pid: int, seconds: int, target: Target, args: argparse.Namespace) ->
                 inclusive[frame] += n
     if not total:
         print("no samples")
-        return
+        return []
     print(f"\nwhere our proxy's time goes (py-spy, {total} samples, wall time while running):")
     print("  self:")
     for name, n in own.most_common(12):
@@ -237,6 +253,7 @@ def profile(pid: int, seconds: int, target: Target, args: argparse.Namespace) ->
         if name.startswith(("<module>", "_run", "run (", "main", "command", "Runner")):
             continue
         print(f"    {100 * n / total:5.1f}%  {name}")
+    return [(name, n / total) for name, n in own.most_common(25)]
 
 
 def pipeline_gain(topology: MariaDBTopology, iterations: int) -> None:
@@ -286,6 +303,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--pipeline", action="store_true")
+    parser.add_argument("--rounds", type=int, default=1, help="measure every target N times")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     if shutil.which("sysbench") is None:
         print("sysbench is not installed (apt-get install -y sysbench)")
@@ -307,66 +326,160 @@ def run(topology: MariaDBTopology, args: argparse.Namespace) -> int:
     direct = Target("MariaDB directly", primary, USER, PASSWORD)
     sysbench(direct, args, "prepare")
     topology.wait_for_all(60)
-    results: dict[str, Result] = {}
     print(
         f"sysbench oltp_point_select, {args.threads} threads, {args.seconds} s per target, "
-        f"{os.cpu_count()} cores shared by everything\n"
+        f"{args.rounds} round(s), {os.cpu_count()} cores shared by everything\n"
     )
     sysbench(direct, argparse.Namespace(**{**vars(args), "seconds": 2}))  # warm the buffer pool
-    results["MariaDB directly"] = measure(direct, args)
     tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-    if shutil.which("haproxy"):
-        port = free_port()
-        (tmp / "haproxy.cfg").write_text(haproxy_config(port, primary))
-        with process(["haproxy", "-f", str(tmp / "haproxy.cfg"), "-db"], port) as proc:
-            results["HAProxy (TCP mode)"] = measure(
-                Target("haproxy", port, USER, PASSWORD, proc.pid), args
-            )
-    else:
-        print("haproxy is not installed (apt-get install -y haproxy): skipped")
-    port = free_port()
-    with process(
-        [PYTHON, str(ROOT / "bench" / "forwarder.py"), str(port), str(primary)], port
-    ) as proc:
-        results["uvloop forwarder"] = measure(
-            Target("forwarder", port, USER, PASSWORD, proc.pid), args
-        )
-    variants: list[tuple[str, bool, dict[str, str]]] = [
-        ("our proxy (primary only)", False, {}),
-        ("  same, EOFs as the client's", False, {"backend_deprecate_eof": "false"}),
-        ("our proxy (+2 replicas)", True, {}),
-    ]
-    for number, (label, replicas, extra) in enumerate(variants):
-        port = free_port()
-        config = tmp / f"proxy-{number}.toml"
-        config.write_text(proxy_config(topology, port, replicas, **extra))
-        with process([PYTHON, "-m", "proxy", "--config", str(config)], port, cwd=ROOT) as proc:
-            target = Target(label, port, USER, PASSWORD, proc.pid)
+    rounds: list[dict[str, Result]] = []
+    profiled: list[tuple[str, float]] = []
+    with contextlib.ExitStack() as stack:
+        targets = [direct, *start_targets(stack, topology, tmp)]
+        for target in targets[1:]:
             sysbench(target, argparse.Namespace(**{**vars(args), "seconds": 2}))  # warm up
-            results[label] = measure(target, args)
-            if args.profile and number == 0:
-                profiled_target, profiled_pid = target, proc.pid
-                profile(profiled_pid, min(args.seconds, 8), profiled_target, args)
-    base = results["MariaDB directly"]
-    ceiling = results.get("uvloop forwarder")
-    print(
-        f"\n{'target':28s} {'QPS':>9s} {'/direct':>8s} {'/uvloop':>8s} {'p50 ms':>7s} "
-        f"{'p95 ms':>7s} {'+p50':>6s} {'+p95':>6s} {'cpu us/q':>8s}"
-    )
-    for name, r in results.items():
-        fwd = f"{r.qps / ceiling.qps:7.2f}x" if ceiling else "       -"
-        cpu = f"{r.cpu_us:8.1f}" if r.cpu_us is not None else "       -"
-        print(
-            f"{name:28s} {r.qps:9.0f} {r.qps / base.qps:7.2f}x {fwd} {r.p50:7.2f} {r.p95:7.2f} "
-            f"{r.p50 - base.p50:+6.2f} {r.p95 - base.p95:+6.2f} {cpu}"
-        )
-    if ceiling is not None:
-        ours = results["our proxy (primary only)"]
-        print(f"\nour proxy / uvloop forwarder: {ours.qps / ceiling.qps:.2f}x (target >= 0.85x)")
+        for number in range(args.rounds):
+            if args.rounds > 1:
+                print(f"round {number + 1}/{args.rounds}")
+            results = {target.name: measure(target, args) for target in targets}
+            rounds.append(results)
+            if args.rounds > 1:
+                print_ratio(results)
+        if args.profile:
+            ours = next(t for t in targets if t.name == OURS)
+            assert ours.pid is not None
+            profiled = profile(ours.pid, min(args.seconds, 8), ours, args)
+    results = median_results(rounds)
+    print_table(results)
+    print()
+    print_ratio(results)
+    if args.json is not None:
+        write_json(args.json, args, rounds, results, profiled)
     if args.pipeline:
         pipeline_gain(topology, 300)
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+OURS = "our proxy (primary only)"
+VARIANTS: list[tuple[str, bool, dict[str, str]]] = [
+    (OURS, False, {}),
+    ("  same, EOFs as the client's", False, {"backend_deprecate_eof": "false"}),
+    ("our proxy (+2 replicas)", True, {}),
+]
+
+
+def start_targets(
+    stack: contextlib.ExitStack, topology: MariaDBTopology, tmp: Path
+) -> list[Target]:
+    """Every forwarder and proxy, started once and left running for all rounds."""
+    primary = topology.primary.port
+    targets = []
+    if shutil.which("haproxy"):
+        port = free_port()
+        (tmp / "haproxy.cfg").write_text(haproxy_config(port, primary))
+        proc = stack.enter_context(
+            process(["haproxy", "-f", str(tmp / "haproxy.cfg"), "-db"], port)
+        )
+        targets.append(Target("HAProxy (TCP mode)", port, USER, PASSWORD, proc.pid))
+    else:
+        print("haproxy is not installed (apt-get install -y haproxy): skipped")
+    port = free_port()
+    forwarder = [PYTHON, str(ROOT / "bench" / "forwarder.py"), str(port), str(primary)]
+    proc = stack.enter_context(process(forwarder, port))
+    targets.append(Target("uvloop forwarder", port, USER, PASSWORD, proc.pid))
+    for number, (label, replicas, extra) in enumerate(VARIANTS):
+        port = free_port()
+        config = tmp / f"proxy-{number}.toml"
+        config.write_text(proxy_config(topology, port, replicas, **extra))
+        command = [PYTHON, "-m", "proxy", "--config", str(config)]
+        proc = stack.enter_context(process(command, port, cwd=ROOT))
+        targets.append(Target(label, port, USER, PASSWORD, proc.pid))
+    return targets
+
+
+def median_results(rounds: list[dict[str, Result]]) -> dict[str, Result]:
+    """Per target, the round with the median QPS (the whole round's figures, not a mix)."""
+    merged = {}
+    for name in rounds[0]:
+        ordered = sorted((r[name] for r in rounds), key=lambda r: r.qps)
+        merged[name] = ordered[len(ordered) // 2]
+    return merged
+
+
+def ratio(results: dict[str, Result]) -> float | None:
+    ceiling = results.get("uvloop forwarder")
+    ours = results.get(OURS)
+    return ours.qps / ceiling.qps if ceiling and ours else None
+
+
+def print_ratio(results: dict[str, Result]) -> None:
+    value = ratio(results)
+    if value is not None:
+        print(f"our proxy / uvloop forwarder: {value:.2f}x (target >= 0.85x)")
+
+
+def print_table(results: dict[str, Result]) -> None:
+    base = results["MariaDB directly"]
+    ceiling = results.get("uvloop forwarder")
+    print(
+        f"\n{'target':28s} {'QPS':>9s} {'/direct':>8s} {'/uvloop':>8s} {'p50 ms':>7s} "
+        f"{'p95 ms':>7s} {'+p50':>6s} {'+p95':>6s} {'cpu us/q':>8s} {'(user)':>6s}"
+    )
+    for name, r in results.items():
+        fwd = f"{r.qps / ceiling.qps:7.2f}x" if ceiling else "       -"
+        cpu = f"{r.cpu_us:8.1f}" if r.cpu_us is not None else "       -"
+        user = f"{r.user_us:6.1f}" if r.user_us is not None else "     -"
+        print(
+            f"{name:28s} {r.qps:9.0f} {r.qps / base.qps:7.2f}x {fwd} {r.p50:7.2f} {r.p95:7.2f} "
+            f"{r.p50 - base.p50:+6.2f} {r.p95 - base.p95:+6.2f} {cpu} {user}"
+        )
+
+
+def figures(results: dict[str, Result]) -> dict[str, dict[str, float | None]]:
+    base = results["MariaDB directly"]
+    ceiling = results.get("uvloop forwarder")
+    return {
+        name: {
+            "qps": round(r.qps, 1),
+            "vs_direct": round(r.qps / base.qps, 3),
+            "vs_uvloop_forwarder": round(r.qps / ceiling.qps, 3) if ceiling else None,
+            "p50_ms": r.p50,
+            "p95_ms": r.p95,
+            "added_p50_ms": round(r.p50 - base.p50, 3),
+            "added_p95_ms": round(r.p95 - base.p95, 3),
+            "cpu_us_per_query": round(r.cpu_us, 1) if r.cpu_us is not None else None,
+            "user_cpu_us_per_query": round(r.user_us, 1) if r.user_us is not None else None,
+        }
+        for name, r in results.items()
+    }
+
+
+def write_json(
+    path: Path,
+    args: argparse.Namespace,
+    rounds: list[dict[str, Result]],
+    results: dict[str, Result],
+    profiled: list[tuple[str, float]],
+) -> None:
+    value = ratio(results)
+    document = {
+        "benchmark": "sysbench oltp_point_select",
+        "threads": args.threads,
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "cores": os.cpu_count(),
+        "targets": figures(results),
+        "proxy_vs_uvloop_forwarder": round(value, 3) if value is not None else None,
+        "proxy_vs_uvloop_forwarder_per_round": [
+            round(v, 3) for v in (ratio(r) for r in rounds) if v is not None
+        ],
+        "proxy_vs_uvloop_forwarder_target": 0.85,
+        "per_round": [figures(r) for r in rounds],
+        "profile_self_share": [{"function": f, "share": round(s, 4)} for f, s in profiled],
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"figures written to {path}")
 
 
 if __name__ == "__main__":

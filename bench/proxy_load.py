@@ -1,6 +1,6 @@
 """2,000 concurrent client connections through the proxy, for minutes.
 
-    python bench/proxy_load.py [--clients 2000] [--seconds 180]
+    python bench/proxy_load.py [--clients 2000] [--seconds 180] [--json PATH]
 
 1. Idle: every client logs in and does nothing; the proxy's RSS is reported (target: at most
    300 MB) and no backend connection is opened (they are lazy).
@@ -11,6 +11,9 @@
    its monitors' (checked in ``/status`` and in MariaDB's ``Threads_connected``).
 
 The clients are a small asyncio MySQL client written here on the codec, in one process.
+``--json PATH`` also writes the figures as one JSON object (RSS at start and at N idle
+connections, RSS per connection, peak RSS, queries, errors, violations, leaked backend
+connections, pass/fail).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -106,7 +110,7 @@ class Client:
         count = first[0]
         for _ in range(count + 1):  # definitions and their EOF
             await self.read()
-        rows = []
+        rows: list[tuple[bytes | None, ...]] = []
         while True:
             _, packet = await self.read()
             if packet[:1] == b"\xfe" and len(packet) < 9:
@@ -129,7 +133,7 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def status(admin: int) -> dict[str, object]:
+def status(admin: int) -> dict[str, Any]:
     request = urllib.request.Request(
         f"http://127.0.0.1:{admin}/status", headers={"Authorization": f"Bearer {TOKEN}"}
     )
@@ -160,17 +164,18 @@ async def load(args: argparse.Namespace, port: int, pid: int, admin: int) -> dic
 
     started = time.monotonic()
     clients = await asyncio.gather(*(login() for _ in range(args.clients)))
-    print(f"{len(clients)} clients logged in in {time.monotonic() - started:.1f} s")
+    login_seconds = time.monotonic() - started
+    print(f"{len(clients)} clients logged in in {login_seconds:.1f} s")
     await asyncio.sleep(2)
     idle_rss = rss_mb(pid)
     idle = status(admin)
-    backends = {b["name"]: b["open_connections"] for b in idle["backends"]}  # type: ignore[index]
+    backends = {b["name"]: b["open_connections"] for b in idle["backends"]}
     print(
-        f"idle: RSS {idle_rss:.0f} MB, sessions {len(idle['sessions'])}, "  # type: ignore[arg-type]
+        f"idle: RSS {idle_rss:.0f} MB, sessions {len(idle['sessions'])}, "
         f"backend connections {backends}"
     )
 
-    stats = {"queries": 0, "errors": 0, "violations": 0, "peak_rss": idle_rss}
+    stats: dict[str, float] = {"queries": 0, "errors": 0, "violations": 0, "peak_rss": idle_rss}
     deadline = time.monotonic() + args.seconds
 
     async def work(i: int, client: Client) -> None:
@@ -200,7 +205,7 @@ async def load(args: argparse.Namespace, port: int, pid: int, admin: int) -> dic
     await asyncio.gather(sample(), *(work(i, c) for i, c in enumerate(clients)))
     elapsed = time.monotonic() - started
     busy = status(admin)
-    backends = {b["name"]: b["open_connections"] for b in busy["backends"]}  # type: ignore[index]
+    backends = {b["name"]: b["open_connections"] for b in busy["backends"]}
     rate = stats["queries"] / elapsed
     print(
         f"load: {stats['queries']} queries in {elapsed:.0f} s ({rate:.0f}/s), "
@@ -209,6 +214,8 @@ async def load(args: argparse.Namespace, port: int, pid: int, admin: int) -> dic
     )
     await asyncio.gather(*(c.quit() for c in clients))
     stats["idle_rss"] = idle_rss
+    stats["elapsed"] = elapsed
+    stats["login_seconds"] = login_seconds
     return stats
 
 
@@ -216,6 +223,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=2000)
     parser.add_argument("--seconds", type=int, default=180)
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     topology = start_topology(
         replicas=2, extra_server_args=("--max-connections=5000", "--open-files-limit=16000")
@@ -255,17 +263,18 @@ def main() -> int:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.1)
+            start_rss = rss_mb(proc.pid)
             print(
-                f"proxy pid {proc.pid}, RSS at start {rss_mb(proc.pid):.0f} MB; "
+                f"proxy pid {proc.pid}, RSS at start {start_rss:.0f} MB; "
                 f"MariaDB threads before: {baseline}"
             )
             stats = uvloop.run(load(args, port, proc.pid, admin))
             time.sleep(3)
             after = status(admin)
-            backends = {b["name"]: b["open_connections"] for b in after["backends"]}  # type: ignore[index]
+            backends = {b["name"]: b["open_connections"] for b in after["backends"]}
             left = threads_connected(topology)
             print(
-                f"after close: sessions {len(after['sessions'])}, "  # type: ignore[arg-type]
+                f"after close: sessions {len(after['sessions'])}, "
                 f"backend connections {backends} (monitors only: 1 each), "
                 f"MariaDB threads {left} (before: {baseline} + 3 monitors)"
             )
@@ -279,6 +288,27 @@ def main() -> int:
             idle = stats["idle_rss"]
             print(f"\nRSS at {args.clients} idle connections: {idle:.0f} MB (target <= 300)")
             print(f"result: {'PASS' if ok else 'FAIL'}")
+            if args.json is not None:
+                figures = {
+                    "clients": args.clients,
+                    "seconds": args.seconds,
+                    "login_seconds": round(stats["login_seconds"], 2),
+                    "rss_start_mb": round(start_rss, 1),
+                    "rss_idle_mb": round(idle, 1),
+                    "rss_idle_target_mb": 300,
+                    "rss_per_connection_kb": round((idle - start_rss) * 1024 / args.clients, 1),
+                    "rss_peak_mb": round(stats["peak_rss"], 1),
+                    "queries": int(stats["queries"]),
+                    "queries_per_second": round(stats["queries"] / stats["elapsed"], 1),
+                    "errors": int(stats["errors"]),
+                    "violations": int(stats["violations"]),
+                    "leaked_backend_connections": leaked,
+                    "sessions_after_close": len(after["sessions"]),
+                    "mariadb_threads_before": baseline,
+                    "mariadb_threads_after": left,
+                    "pass": ok,
+                }
+                args.json.write_text(json.dumps(figures, indent=2) + "\n")
             return 0 if ok else 1
         finally:
             proc.terminate()

@@ -72,7 +72,10 @@ __all__ = [
 
 _HEADER: Final = struct.Struct("<I")
 _EOF41: Final = struct.Struct("<BHH")  # 0xFE, warnings, status
-_OK_FE: Final = struct.Struct("<BBBHH")  # 0xFE, 0 affected, 0 insert id, status, warnings
+_OK_FE: Final = struct.Struct("<BBBHH")
+_TERMINATOR_EOF: Final = struct.Struct(
+    "<IBHH"
+)  # header, then an EOF's payload  # 0xFE, 0 affected, 0 insert id, status, warnings
 _MAX: Final = MAX_PACKET_PAYLOAD
 _EOF_MAX_LENGTH: Final = 9  # an EOF is shorter than 9 bytes (reference §1.1)
 
@@ -121,6 +124,7 @@ class _S(IntEnum):
 
 
 # Plain ints for the feed loop (enum attribute lookups cost more than the comparisons).
+_FIRST: Final = int(_S.FIRST)
 _ROWS: Final = int(_S.ROWS)
 _DONE: Final = int(_S.DONE)
 _COUNTED: Final = frozenset({int(_S.COLDEFS), int(_S.PARAMS), int(_S.PCOLS)})
@@ -302,6 +306,8 @@ class ResponseRelay:
         """Process a chunk from the backend; returns how many of its bytes belong to this
         response (all of them unless :attr:`done`).  Raises :class:`RemoteProtocolError` on
         bytes that are not a valid response."""
+        if self.last_seq < 0 and self._state == _FIRST and not self._stash and self._whole(chunk):
+            return len(chunk)
         stash = self._stash
         if stash:
             data = stash + chunk
@@ -495,6 +501,113 @@ class ResponseRelay:
         if self.done:
             return pos - offset
         return len(chunk)
+
+    def _whole(self, data: bytes) -> bool:
+        """The fast path: ``data`` is exactly one whole response to a query or an execute, of
+        the commonest shapes (an OK, an ERR, or one result set), and needs at most the EOF
+        translation for a client without DEPRECATE_EOF.  It is relayed with one walk over
+        the packet headers and one write.  Returns False, having changed nothing, for
+        anything else (partial or several responses, multi-results, cursors, LOCAL INFILE,
+        16 MiB packets, session state to strip, a backend without DEPRECATE_EOF for a client
+        with it), which the general loop then handles."""
+        n = len(data)
+        if n < 5:
+            return False
+        length = data[0] | data[1] << 8 | data[2] << 16
+        first = data[4]
+        if first in {0x00, 0xFF}:
+            if length + 4 != n:
+                return False
+            payload = data[4:]
+            if first == 0xFF:
+                self.error = payload
+            else:
+                status = _ok_status(payload)[0]
+                if status & _MORE_RESULTS:
+                    return False
+                if status & _STATE_CHANGED:
+                    if not self._ctrack:
+                        return False
+                    self.state_oks = [payload]
+                self.status = status
+            self._finish(data, data[3])
+            return True
+        if first >= 0xFB:
+            return False  # LOCAL INFILE, a large column count, or not a result
+        bdep = self._bdep
+        pos = 4 + length
+        for _ in range(first):  # the column definitions
+            if n - pos < 4:
+                return False
+            length = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+            if length >= _MAX:
+                return False
+            pos += 4 + length
+        if not bdep:  # the EOF after them
+            if n - pos < 9 or data[pos + 4] != 0xFE or data[pos + 7] & _CURSOR_EXISTS:
+                return False
+            pos += 4 + (data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16)
+        rows = pos
+        while True:
+            if n - pos < 5:
+                return False
+            length = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+            if length >= _MAX:
+                return False
+            first = data[pos + 4]
+            if first == 0xFE and (bdep or length < _EOF_MAX_LENGTH):
+                break
+            if first == 0xFF:
+                return False
+            pos += 4 + length
+        if pos + 4 + length != n:
+            return False
+        payload = data[pos + 4 :]
+        status, warnings = _ok_status(payload) if bdep else _eof_status(payload)
+        if status & (_MORE_RESULTS | _CURSOR_EXISTS):
+            return False
+        cdep = self._cdep
+        if cdep and not bdep:
+            return False
+        changed = bdep and status & _STATE_CHANGED
+        if changed and cdep and not self._ctrack:
+            return False
+        if bdep == cdep:
+            out = data
+            seq = data[pos + 3]
+        else:
+            # A DEPRECATE_EOF backend, a client without it: an EOF after the definitions
+            # (with the status known before this response), every later packet one sequence
+            # id further, and the OK terminator as an EOF.
+            out = self._translated(data, rows, pos, status, warnings)
+            seq = (data[pos + 3] + 1) & 0xFF
+        if changed:
+            self.state_oks = [payload]
+        self.status = status
+        self._finish(out, seq)
+        return True
+
+    def _translated(self, data: bytes, rows: int, pos: int, status: int, warnings: int) -> bytes:
+        """``_whole``'s EOF translation: ``rows`` is where the rows start, ``pos`` where the
+        terminator is."""
+        eof = self._frame_eof(data[rows + 3])
+        renumbered = bytearray(data[rows:pos])
+        at = 0
+        end = pos - rows
+        while at < end:
+            renumbered[at + 3] = (renumbered[at + 3] + 1) & 0xFF
+            at += 4 + (renumbered[at] | renumbered[at + 1] << 8 | renumbered[at + 2] << 16)
+        seq = (data[pos + 3] + 1) & 0xFF
+        terminator = _TERMINATOR_EOF.pack(5 | seq << 24, 0xFE, warnings, status & ~_STATE_CHANGED)
+        parts: list[bytes | bytearray] = [data[:rows], eof, renumbered, terminator]
+        return b"".join(parts)
+
+    def _finish(self, out: bytes, last_seq: int) -> None:
+        self._state = _S.DONE
+        self.done = True
+        self.wrote = True
+        self.last_seq = last_seq
+        self.write(out)
 
     # ----------------------------------------------------------------- packet handlers
 

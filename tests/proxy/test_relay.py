@@ -212,6 +212,63 @@ def test_state_oks_are_reported_whatever_the_client(items: list[Item], cuts: lis
     assert reported == [STATE] * len(with_state)
 
 
+single_responses = st.one_of(oks, result_sets, st.just(Err()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    item=single_responses,
+    backend=st.sampled_from(BACKEND_CAPS),
+    client=st.sampled_from(CLIENT_CAPS),
+    kind=st.sampled_from([ResponseKind.QUERY, ResponseKind.EXECUTE]),
+    hint=st.sampled_from([HINT, int(AUTOCOMMIT | ServerStatus.IN_TRANS)]),
+)
+def test_a_whole_response_in_one_chunk_is_relayed_as_byte_by_byte(
+    item: Item, backend: int, client: int, kind: ResponseKind, hint: int
+) -> None:
+    """One response in one chunk may take the fast path; fed a byte at a time it cannot.
+    Both must give the same bytes and leave the relay in the same state."""
+    data = encode([item], backend)
+    whole = bytearray()
+    fast = ResponseRelay(kind, backend, client, whole.extend, status_hint=hint)
+    assert fast.feed(data) == len(data)
+    slow_out = bytearray()
+    slow = ResponseRelay(kind, backend, client, slow_out.extend, status_hint=hint)
+    for i in range(len(data)):
+        slow.feed(data[i : i + 1])
+    assert fast.done
+    assert slow.done
+    assert whole == slow_out
+    assert (fast.status, fast.last_seq, fast.error, fast.state_oks, fast.wrote) == (
+        slow.status,
+        slow.last_seq,
+        slow.error,
+        slow.state_oks,
+        slow.wrote,
+    )
+
+
+@pytest.mark.parametrize("client", CLIENT_CAPS)
+def test_the_commonest_responses_take_the_fast_path(client: int) -> None:
+    """A point select (one row) and an OK: one walk, one write, whatever the client."""
+    for item in (ResultSet(rows=(("x",),)), Ok(affected=1)):
+        writes: list[bytes | bytearray | memoryview] = []
+        relay = ResponseRelay(ResponseKind.EXECUTE, BACKEND, client, writes.append)
+        assert relay._whole(encode([item], BACKEND))
+        assert b"".join(writes) == encode([item], client)
+        assert len(writes) == 1
+
+
+def test_bytes_left_from_an_earlier_chunk_are_not_skipped() -> None:
+    data = encode([ResultSet(rows=(("x",),))], BACKEND)
+    out = bytearray()
+    relay = ResponseRelay(ResponseKind.QUERY, BACKEND, BASE, out.extend, status_hint=HINT)
+    relay.feed(data[:2])  # less than a header: kept until the rest arrives
+    relay.feed(data[2:])
+    assert relay.done
+    assert bytes(out) == encode([ResultSet(rows=(("x",),))], BASE)
+
+
 def test_identity_relay_passes_the_very_same_bytes_object() -> None:
     data = encode([ResultSet(("a", "b"), (("1", None), ("2", "x")))], BACKEND)
     seen: list[object] = []
