@@ -4,7 +4,7 @@ Both run over the same statements, the hand-written corpus of
 ``tests/unit/classify_corpus.tsv``, cycled until a time budget is spent; sqlglot's parse
 failures count as attempts (they cost time too).  Usage::
 
-    .venv/bin/python bench/classify.py [--seconds 3]
+    .venv/bin/python bench/classify.py [--seconds 3] [--json PATH]
 
 A second workload, a typical OLTP mix, shows the common path.  The run is bounded: about
 ``4.5 * seconds`` plus warm-up (about 15 s by default).
@@ -13,9 +13,12 @@ A second workload, a typical OLTP mix, shows the common path.  The run is bounde
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import platform
 import time
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
 
@@ -85,18 +88,26 @@ OLTP_MIX = (
 )
 
 
-def _report(label: str, statements: Sequence[str], seconds: float) -> None:
+def _report(label: str, statements: Sequence[str], seconds: float) -> dict[str, float]:
+    """Print and return both rates over ``statements`` and their ratio (ours / sqlglot)."""
     ours = measure(classify, statements, seconds)
     theirs = measure(_sqlglot, statements, seconds)
     print(f"{label}:")
     print(f"  consistent.classify       {ours:12,.0f} /s  {1e6 / ours:9.2f} us each")
     print(f"  sqlglot.parse_one(mysql)  {theirs:12,.0f} /s  {1e6 / theirs:9.2f} us each")
     print(f"  ratio: classify is {ours / theirs:.1f}x faster")
+    return {
+        "statements": len(statements),
+        "ours_per_s": ours,
+        "sqlglot_per_s": theirs,
+        "ratio": ours / theirs,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="time budget per measure")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
     # sqlglot logs each statement it falls back to parsing as a generic Command.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -106,11 +117,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"corpus: {len(statements)} statements, {unparsed} of which sqlglot cannot parse"
         " or leaves as a generic Command"
     )
-    _report("corpus (tests/unit/classify_corpus.tsv)", statements, args.seconds)
-    _report(f"OLTP mix ({len(OLTP_MIX)} typical statements)", OLTP_MIX, args.seconds)
+    corpus = _report("corpus (tests/unit/classify_corpus.tsv)", statements, args.seconds)
+    oltp = _report(f"OLTP mix ({len(OLTP_MIX)} typical statements)", OLTP_MIX, args.seconds)
     encoded = [sql.encode() for sql in statements]
     as_bytes = measure(classify, encoded, args.seconds / 2)
     print(f"corpus as bytes: consistent.classify {as_bytes:,.0f} /s  {1e6 / as_bytes:.2f} us each")
+    if args.json:
+        payload = {
+            "python": platform.python_version(),
+            "sqlglot": metadata.version("sqlglot"),
+            "seconds": args.seconds,
+            "corpus": {**corpus, "sqlglot_unparsed": unparsed},
+            "oltp_mix": oltp,
+            "corpus_bytes_per_s": as_bytes,
+        }
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(payload, out, indent=2)
     return 0
 
 

@@ -1,6 +1,7 @@
 """The DB-API wrapper's cost and benefit, measured side by side in one run.
 
-Run: ``.venv/bin/python bench/dbapi.py [--backend mariadb|emulator|all] [--scale N]``.
+Run: ``.venv/bin/python bench/dbapi.py [--backend mariadb|emulator|all] [--scale N]
+[--json PATH]``.
 
 Against each backend (a real MariaDB primary + 2 replicas started with
 ``consistent.testing.mariadb``; the emulator's topology when it offers one) it prints:
@@ -19,6 +20,10 @@ Against each backend (a real MariaDB primary + 2 replicas started with
     back while one replica at a time has its applier stopped for 60 ms (wait timeout 1 s).
     Printed: the share of reads served by replicas (target at least 95%) and read-your-writes
     violations (target 0), with the same workload at ``eventual`` as the control.
+
+``--json PATH`` also writes the figures: ``{"backends": {"emulator"|"mariadb": {"name", "a",
+"b", "c"}}}`` where ``a``, ``b``, ``c`` hold the figures printed for (a), (b), (c) (``c`` is
+``null`` when the backend cannot lag a replica).
 """
 
 from __future__ import annotations
@@ -395,7 +400,8 @@ def prepare(topo: Topology, table: str) -> None:
     topo.replicate(statements)
 
 
-def run(topo: Topology, scale: int) -> None:
+def run(topo: Topology, scale: int) -> dict[str, Any]:
+    """Print (a), (b) and (c) on ``topo`` and return their figures."""
     print(f"\n== {topo.name}")
     prepare(topo, "bench_kv")
     b = bench_read_cost(topo, "bench_kv", scale)
@@ -421,7 +427,7 @@ def run(topo: Topology, scale: int) -> None:
     )
     if topo.pause is None:
         print("(c) not run: this backend cannot lag a replica")
-        return
+        return {"name": topo.name, "a": a, "b": b, "c": None}
     prepare(topo, "bench_kv")
     c = bench_lag(topo, "bench_kv", scale)
     print(
@@ -432,23 +438,35 @@ def run(topo: Topology, scale: int) -> None:
         f"control at eventual: {c['eventual_violations']:.0f} stale reads "
         f"({c['eventual_replica_share']:.0%} on replicas)"
     )
+    return {"name": topo.name, "a": a, "b": b, "c": c}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=("mariadb", "emulator", "all"), default="all")
     parser.add_argument("--scale", type=int, default=1, help="multiply the workload sizes")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, PyMySQL {metadata.version('PyMySQL')}")
+    backends: dict[str, Any] = {}
     if args.backend in ("emulator", "all"):
         with emulator_topology() as topo:
             if topo is None:
                 print("\n== emulator: not available")
             else:
-                run(topo, args.scale)
+                backends["emulator"] = run(topo, args.scale)
     if args.backend in ("mariadb", "all"):
         with mariadb_topology() as topo:
-            run(topo, args.scale)
+            backends["mariadb"] = run(topo, args.scale)
+    if args.json:
+        payload = {
+            "python": sys.version.split()[0],
+            "pymysql": metadata.version("PyMySQL"),
+            "scale": args.scale,
+            "backends": backends,
+        }
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(payload, out, indent=2)
     return 0
 
 

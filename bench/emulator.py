@@ -1,7 +1,7 @@
 """The emulator's speed over the wire, side by side with a real server.
 
 Run: ``.venv/bin/python bench/emulator.py [--backend emulator|mariadb|all] [--queries N]
-[--rounds R] [--in-process] [--dbapi N] [--json]``.
+[--rounds R] [--in-process] [--dbapi N] [--json PATH]``.
 
 Against each backend, PyMySQL over TCP on 127.0.0.1 (autocommit), one connection:
 
@@ -265,6 +265,28 @@ def report(results: dict[str, dict[str, Figures]]) -> None:
         print(line)
 
 
+def figures_json(
+    results: dict[str, dict[str, Figures]], dbapi: dict[str, dict[str, float]]
+) -> dict[str, Any]:
+    """The figures of a run as one JSON-ready object."""
+    out: dict[str, Any] = {
+        "backends": {
+            name: {
+                w: {"qps": f.best_qps, "cpu_us_per_query": f.median_cpu_us}
+                for w, f in figures.items()
+            }
+            for name, figures in results.items()
+        },
+        "dbapi": dbapi,
+    }
+    if len(results) == 2:
+        emu, real = results.values()
+        out["mariadb_over_emulator"] = {
+            w: real[w].best_qps / emu[w].best_qps for w in WORKLOADS if emu[w].best_qps
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=["emulator", "mariadb", "all"], default="all")
@@ -272,7 +294,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--in-process", action="store_true", help="emulator in a thread")
     parser.add_argument("--dbapi", type=int, default=0, metavar="N", help="DB-API iterations")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -287,24 +309,15 @@ def main() -> None:
             if maria is not None:
                 results[maria.name] = measure(maria, args.queries, args.rounds)
     dbapi = dbapi_iterations(args.dbapi) if args.dbapi else {}
-    if args.json:
-        out: dict[str, Any] = {
-            name: {
-                w: {"qps": f.best_qps, "cpu_us_per_query": f.median_cpu_us}
-                for w, f in figures.items()
-            }
-            for name, figures in results.items()
-        }
-        if dbapi:
-            out["dbapi"] = dbapi
-        print(json.dumps(out, indent=2))
-        return
     report(results)
     for level, figures in dbapi.items():
         print(
             f"dbapi {level:<16} {figures['iteration_ms']:6.2f} ms/iteration "
             f"(write {figures['write_ms']:.2f} ms, read {figures['read_ms']:.2f} ms)"
         )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(figures_json(results, dbapi), out, indent=2)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What tracing costs a statement in the DB-API wrapper, measured side by side in one run.
 
-Run: ``.venv/bin/python bench/tracing.py [--block N] [--rounds N]``.
+Run: ``.venv/bin/python bench/tracing.py [--block N] [--rounds N] [--json PATH]``.
 
 Workload (a) of ``bench/dbapi.py`` (point SELECTs and UPDATEs by primary key, autocommit,
 through ``consistent.connect`` with no replicas) against a real MariaDB primary started with
@@ -23,6 +23,7 @@ statement waits for is spent, and for the whole process (exporter threads includ
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--block", type=int, default=500, help="statements per timed block")
     parser.add_argument("--rounds", type=int, default=60, help="rounds of one block per mode")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
 
     from consistent.testing.mariadb import start_topology
@@ -161,8 +163,14 @@ def main(argv: list[str] | None = None) -> int:
         f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
         f"after {' '.join(f'{x:.2f}' for x in load_after)} ({os.cpu_count()} CPUs)"
     )
+    modes: dict[str, dict[str, float]] = {}
     for mode in MODES:
         wall = statistics.median(times[mode]) / args.block * 1e6
+        modes[mode] = {
+            "us_per_statement": wall,
+            "thread_cpu_us": per_statement(thread_cpu[mode]),
+            "process_cpu_us": per_statement(process_cpu[mode]),
+        }
         print(
             f"  {mode:>7}: {wall:7.1f} us/statement (median block); CPU per statement: "
             f"{per_statement(thread_cpu[mode]):5.1f} us statement thread, "
@@ -188,6 +196,26 @@ def main(argv: list[str] | None = None) -> int:
         f"spans written: {written} of {statements_on} traced statements, dropped "
         f"{tracing.dropped}; trace file: {size / 1e6:.1f} MB (removed)"
     )
+    if args.json:
+        payload = {
+            "block": args.block,
+            "rounds": args.rounds,
+            "cpus": os.cpu_count(),
+            "load_before": list(load_before),
+            "load_after": list(load_after),
+            "modes": modes,
+            "on_off_ratio": on_off[0],
+            "on_off_ratio_totals": on_off[1],
+            "off_raw_ratio": off_raw[0],
+            "off_raw_ratio_totals": off_raw[1],
+            "thread_cpu_extra_us": extra,
+            "spans_written": written,
+            "statements_traced": statements_on,
+            "dropped": tracing.dropped,
+            "trace_bytes": size,
+        }
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(payload, out, indent=2)
     return 0
 
 
