@@ -36,6 +36,7 @@ from tenacity import (
 
 from consistent.errors import Error, RemoteProtocolError
 from consistent.flavors import Flavor, ServerRole
+from consistent.gtid import GtidState
 from consistent.policy import PRIMARY, ReplicaKnowledge, Tracking
 from consistent.protocol import ServerStatus
 from proxy.config import Address
@@ -107,6 +108,8 @@ class BackendConnection(PacketEndpoint):
         #: Client statement id -> parameter types this server last received.
         self.statement_types: dict[int, bytes] = {}
         self._pending: collections.deque[ResponseRelay] = collections.deque()
+        #: The relay the session reuses for the responses it passes straight to its client.
+        self.spare: ResponseRelay | None = None
         #: Called (once) when the connection ends, after outstanding responses failed (the
         #: session's hook).
         self.on_closed: Callable[[BackendConnection], None] | None = None
@@ -373,11 +376,25 @@ class HealthMonitor:
         self.healthy: bool | None = None
         self.last_ok: float | None = None
         self.last_error: str | None = None
-        self.executed: str | None = None
+        # The last executed state polled, formatted only when ``/status`` asks (``executed``),
+        # and the raw answer it was parsed from (an unchanged answer is not parsed again).
+        self._state: GtidState | None = None
+        self._state_flavor: Flavor | None = None
+        self._raw_state: bytes | None = None
         self.polls = 0
         self.server_version: str | None = None
         self.server_charset: int | None = None
         self.first_login = asyncio.Event()
+
+    @property
+    def executed(self) -> str | None:
+        """The server's executed GTID state as last polled, formatted (``None`` before the
+        first poll)."""
+        state = self._state
+        flavor = self._state_flavor
+        if state is None or flavor is None:
+            return None
+        return flavor.format_state(state)
 
     def status(self) -> dict[str, object]:
         ago = None if self.last_ok is None else round(self._clock() - self.last_ok, 3)
@@ -435,8 +452,13 @@ class HealthMonitor:
         result = await conn.query(flavor.executed_state_statement(self.server.role), timeout)
         if result.error is not None:
             raise BackendUnavailable(self.server.address.name, result.error.message)
-        state = flavor.parse_executed(result.scalar())
-        self.executed = flavor.format_state(state)
+        raw = result.scalar()
+        state = self._state
+        if state is None or raw != self._raw_state or flavor is not self._state_flavor:
+            state = flavor.parse_executed(raw)
+            self._state = state
+            self._state_flavor = flavor
+            self._raw_state = raw
         self.polls += 1
         if self.healthy is False:
             logger.info("backend %s is reachable again", self.server.address)

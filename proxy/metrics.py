@@ -1,7 +1,10 @@
 """The proxy's metrics, exposed in Prometheus text format by the admin endpoint.
 
 The hot path only increments plain integers in :class:`ProxyMetrics`; a ``prometheus_client``
-collector turns them into metric families when ``/metrics`` is scraped.  Each proxy has its own
+collector turns them into metric families when ``/metrics`` is scraped.  Statements routed, the
+one count every statement adds to, are counted by each session in its own
+:class:`RoutedTally` (a run of the same target and reason is one integer increment, no
+dictionary); the totals add up the tallies when they are read.  Each proxy has its own
 ``CollectorRegistry`` (no process-global registry), so several proxies in one process (tests)
 do not mix their numbers.
 """
@@ -15,9 +18,44 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["ProxyMetrics"]
+__all__ = ["ProxyMetrics", "RoutedTally"]
 
 _WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
+
+
+class RoutedTally:
+    """One session's routed statements not yet added to its metrics' totals: the current run
+    of one (target, reason), counted in ``count``.
+
+    The session's hot path does ``if d.reason is tally.reason and d.target is tally.target:
+    tally.count += 1`` and calls :meth:`switch` otherwise."""
+
+    __slots__ = ("_into", "count", "reason", "target")
+
+    def __init__(self, into: collections.Counter[tuple[str, str]]) -> None:
+        self._into = into
+        self.target: str | None = None
+        self.reason: str | None = None
+        self.count = 0
+
+    def switch(self, target: str, reason: str) -> None:
+        """Count one statement for a (target, reason) other than the current run's."""
+        self.flush()
+        self.target = target
+        self.reason = reason
+        self.count = 1
+
+    def flush(self) -> None:
+        """Add the current run to the totals."""
+        if self.count and self.target is not None and self.reason is not None:
+            self._into[(self.target, self.reason)] += self.count
+        self.count = 0
+
+    def pending(self) -> tuple[tuple[str, str], int] | None:
+        """The current run, not yet in the totals."""
+        if self.count and self.target is not None and self.reason is not None:
+            return (self.target, self.reason), self.count
+        return None
 
 
 class ProxyMetrics:
@@ -28,8 +66,9 @@ class ProxyMetrics:
         self.sessions_total = 0
         self.auth_failures = 0
         self.client_protocol_errors = 0
-        #: (target kind "primary"/"replica", reason) -> statements routed.
-        self.routed: collections.Counter[tuple[str, str]] = collections.Counter()
+        # (target, reason) -> statements routed, but for the live tallies' runs.
+        self._routed: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._tallies: dict[RoutedTally, None] = {}
         #: outcome -> waits run.
         self.waits: collections.Counter[str] = collections.Counter()
         self.pipelined_waits = 0
@@ -42,6 +81,31 @@ class ProxyMetrics:
         self.gauges: Callable[[], dict[str, float]] = dict
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
+
+    def tally(self) -> RoutedTally:
+        """A new session's tally of routed statements (:meth:`retire` it when it ends)."""
+        tally = RoutedTally(self._routed)
+        self._tallies[tally] = None
+        return tally
+
+    def retire(self, tally: RoutedTally) -> None:
+        """A session ended: its tally's run goes into the totals."""
+        tally.flush()
+        self._tallies.pop(tally, None)
+
+    def count_routed(self, target: str, reason: str, n: int = 1) -> None:
+        """Count statements routed outside any session's tally."""
+        self._routed[(target, reason)] += n
+
+    @property
+    def routed(self) -> collections.Counter[tuple[str, str]]:
+        """(target: "primary" or a replica's name, reason) -> statements routed so far."""
+        totals = collections.Counter(self._routed)
+        for tally in self._tallies:
+            run = tally.pending()
+            if run is not None:
+                totals[run[0]] += run[1]
+        return totals
 
     def observe_wait(self, outcome: str, seconds: float, *, pipelined: bool) -> None:
         self.waits[outcome] += 1

@@ -204,6 +204,7 @@ class ResponseRelay:
         "_delta",
         "_drop",
         "_eof_after",
+        "_general",
         "_infile_pending",
         "_need",
         "_next",
@@ -247,17 +248,7 @@ class ResponseRelay:
         self._cdep = bool(client_caps & _DEPRECATE_EOF)
         self._ctrack = bool(client_caps & _SESSION_TRACK)
         self._state = _INITIAL[kind]
-        self._count = 0
-        self._need = 0
-        self._cont = False
-        self._delta = 0
-        self._drop = False
-        self._after = False
-        self._eof_after = False
-        self._infile_pending = False
-        self._stash = b""
-        self._pending_eof = False
-        self._next = _S.DONE
+        self._clear_general()
         self.local_infile = local_infile
         self.client_stmt_id = client_stmt_id
         #: True once the response's last packet was processed.
@@ -285,6 +276,41 @@ class ResponseRelay:
         #: Called with the relay and the reason when the backend connection died first.
         self.on_lost: Callable[[ResponseRelay, BaseException | None], None] | None = None
 
+    def _clear_general(self) -> None:
+        """The state only the general feed loop changes (the one-pass path never does)."""
+        self._general = False
+        self._count = 0
+        self._need = 0
+        self._cont = False
+        self._delta = 0
+        self._drop = False
+        self._after = False
+        self._eof_after = False
+        self._infile_pending = False
+        self._stash = b""
+        self._pending_eof = False
+        self._next = _S.DONE
+        self.prepared = None
+        self.infile = None
+        self.infile_seq = 0
+
+    def reuse(self, kind: ResponseKind, status_hint: int) -> None:
+        """Make this finished relay ready for the next response on the same connection, to
+        the same sink and with the same callbacks: cheaper than a new relay per command.
+        Only what the last response changed is reset."""
+        if not self.done:
+            raise RuntimeError("a relay is reused only once its response is complete")
+        if self._general:
+            self._clear_general()
+        self.kind = kind
+        self._state = _INITIAL[kind]
+        self.done = False
+        self.wrote = False
+        self.last_seq = -1
+        self.status = status_hint
+        self.error = None
+        self.state_oks = None
+
     @property
     def mid_packet(self) -> bool:
         """True when part of a packet went to the sink and the rest has not arrived: the
@@ -308,6 +334,7 @@ class ResponseRelay:
         bytes that are not a valid response."""
         if self.last_seq < 0 and self._state == _FIRST and not self._stash and self._whole(chunk):
             return len(chunk)
+        self._general = True
         stash = self._stash
         if stash:
             data = stash + chunk
@@ -590,7 +617,11 @@ class ResponseRelay:
     def _translated(self, data: bytes, rows: int, pos: int, status: int, warnings: int) -> bytes:
         """``_whole``'s EOF translation: ``rows`` is where the rows start, ``pos`` where the
         terminator is."""
-        eof = self._frame_eof(data[rows + 3])
+        # The injected EOF takes the sequence id of the first row (as ``_frame_eof`` frames
+        # it, in one pack).
+        eof = _TERMINATOR_EOF.pack(
+            5 | data[rows + 3] << 24, 0xFE, 0, self.status & ~_STATE_CHANGED & ~_MORE_RESULTS
+        )
         renumbered = bytearray(data[rows:pos])
         at = 0
         end = pos - rows
@@ -599,8 +630,7 @@ class ResponseRelay:
             at += 4 + (renumbered[at] | renumbered[at + 1] << 8 | renumbered[at + 2] << 16)
         seq = (data[pos + 3] + 1) & 0xFF
         terminator = _TERMINATOR_EOF.pack(5 | seq << 24, 0xFE, warnings, status & ~_STATE_CHANGED)
-        parts: list[bytes | bytearray] = [data[:rows], eof, renumbered, terminator]
-        return b"".join(parts)
+        return b"".join((data[:rows], eof, renumbered, terminator))
 
     def _finish(self, out: bytes, last_seq: int) -> None:
         self._state = _S.DONE

@@ -349,18 +349,13 @@ class Session(ClientInput, SlowPath):
         return relay
 
     def _send(self, conn: BackendConnection, d: Decision | None) -> None:
-        """Send the current command to ``conn`` with the response going to the client."""
-        relay = ResponseRelay(
-            self._kind,
-            conn.caps,
-            self.caps,
-            self._write,
-            status_hint=conn.status,
-            local_infile=self._local_infile,
-        )
-        relay.on_done = self._done_cb
-        relay.on_lost = self._lost_cb
-        relay.on_infile = self._infile_cb
+        """Send the current command to ``conn`` with the response going to the client (through
+        the connection's spare relay when its last response is complete)."""
+        relay = conn.spare
+        if relay is not None and relay.done:
+            relay.reuse(self._kind, conn.status)
+        else:
+            relay = conn.spare = self._new_relay(conn, self._kind)
         self._decision = d
         self._target = conn.name
         self._conn = conn
@@ -523,7 +518,11 @@ class Session(ClientInput, SlowPath):
                     policy.observe_status(PRIMARY, in_transaction=bool(relay.status & _IN_TRANS))
                 self.statements += 1
                 self._last = d
-                self._metrics.routed[(d.target, d.reason)] += 1
+                tally = self._tally
+                if d.reason is tally.reason and d.target is tally.target:
+                    tally.count += 1
+                else:
+                    tally.switch(d.target, d.reason)
             else:
                 self._complete(relay, d)
             post = self._post

@@ -132,6 +132,7 @@ class SessionBase:
         # primary connections always track the session's own GTIDs.
         self._fixed_tracking: Tracking | None = _TRACKING_OWN if self._mariadb else None
         self._metrics = host.metrics
+        self._tally = self._metrics.tally()
         self.id = connection_id
         self.client = client
         self.user = user
@@ -258,6 +259,7 @@ class SessionBase:
             await asyncio.gather(*quits, return_exceptions=True)
 
     def _released(self, task: asyncio.Task[None]) -> None:
+        self._metrics.retire(self._tally)
         if not task.cancelled() and task.exception() is not None:
             logger.error("releasing session %d failed", self.id, exc_info=task.exception())
         if not self._closed.done():
@@ -316,7 +318,11 @@ class SessionBase:
     def _account(self, d: Decision) -> None:
         self.statements += 1
         self._last = d
-        self._metrics.routed[(d.target, d.reason)] += 1
+        tally = self._tally
+        if d.reason is tally.reason and d.target is tally.target:
+            tally.count += 1
+        else:
+            tally.switch(d.target, d.reason)
 
     @property
     def last_target(self) -> str | None:

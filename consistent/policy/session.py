@@ -110,9 +110,24 @@ _SESSION_STATE_PIN = "session_state"
 
 _K = StatementKind
 _ENDS_TRANSACTION = frozenset({_K.COMMIT, _K.ROLLBACK})
+# Kinds whose success opens or closes the session's transaction.
+_CHANGES_TRANSACTION = frozenset({_K.TRANSACTION_BEGIN, *_ENDS_TRANSACTION})
 _SAVEPOINTS = frozenset({_K.SAVEPOINT, _K.RELEASE_SAVEPOINT, _K.ROLLBACK_TO_SAVEPOINT})
 # Kinds that must not run on a replica even inside a read-only transaction there.
 _LEAVES_REPLICA = frozenset({_K.DDL, _K.LOCK, _K.OTHER})
+# Outside a transaction, the reasons of the kinds that go to the primary whatever they say
+# (the others, but for reads and ``BEGIN``, are writes).
+_PRIMARY_REASONS = {
+    **{
+        kind: Reason.IN_TRANSACTION
+        for kind in _K
+        if kind.is_transaction_control and kind is not _K.TRANSACTION_BEGIN
+    },
+    _K.SESSION_STATE: Reason.SESSION_STATE,
+}
+# A write's detail when the classifier gives no primary reason.
+_KIND_DETAIL = {kind: kind.name.lower() for kind in _K}
+_EXECUTE = Action.EXECUTE
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +156,20 @@ class _Seed(NamedTuple):
 
 
 _SeedLike = _Seed | Decision
+
+
+def _inert(stmt: Classification) -> bool:
+    """True when the success of ``stmt`` (a single statement) changes nothing that
+    :meth:`SessionPolicy._apply` tracks, whatever the session's state."""
+    return (
+        stmt.kind not in _CHANGES_TRANSACTION
+        and not stmt.implicit_commit
+        and stmt.sets_autocommit is None
+        and stmt.schema is None
+        and not stmt.session_variables
+        and stmt.pins_session is None
+        and stmt.unpins_session is None
+    )
 
 
 def _hint_target(stmt: Classification) -> RouteTarget | None:
@@ -180,6 +209,10 @@ class SessionPolicy:
         self._all_stale = False
         self._log = SessionStateLog()
         self._last_target = PRIMARY
+        # The last statement known to change nothing in the session when it succeeds, and the
+        # fast path's last decision (a repeated statement gets it again while nothing changed).
+        self._inert: Classification | None = None
+        self._last_primary: Decision | None = None
 
     # ----------------------------------------------------------------- what the session is
 
@@ -322,7 +355,69 @@ class SessionPolicy:
 
     def route(self, stmt: Classification, sql: str = "") -> Decision:
         """The first decision for a statement the session is about to send (``sql`` is its
-        text, kept on the decision for tracing)."""
+        text, kept on the decision for tracing).
+
+        Most statements take the fast path: outside a transaction, without a hint and not
+        following the previous statement, every rule but a replica read names the primary
+        from the statement's kind and the session's flags alone, so the decision is built in
+        one step (or is the previous one again, for the same statement in the same state).  It
+        gives exactly the decision of the general rules (:meth:`_route_general`), which serve
+        everything else."""
+        if self._txn is None and stmt.hint is None and not stmt.follows_previous:
+            kind = stmt.kind
+            detail: str | None = None
+            if kind is _K.READ and not stmt.must_use_primary:
+                if not self._autocommit:
+                    reason, detail = Reason.IN_TRANSACTION, _AUTOCOMMIT_PIN
+                elif self._pins:
+                    reason, detail = Reason.PINNED, next(iter(self._pins))
+                elif self._replicas:
+                    return self._route_read(_Seed(stmt, self._config.level, sql), fetched=False)
+                else:
+                    reason = Reason.NO_REPLICAS
+            elif kind is _K.TRANSACTION_BEGIN:
+                return self._route_general(stmt, sql)
+            else:
+                fixed = _PRIMARY_REASONS.get(kind)
+                if fixed is None:
+                    reason, detail = Reason.WRITE, stmt.primary_reason or _KIND_DETAIL[kind]
+                else:
+                    reason = fixed
+            level = self._config.level
+            required = self._required
+            last = self._last_primary
+            if (
+                last is not None
+                and last.statement is stmt
+                and last.reason is reason
+                and last.required is required
+                and last.level is level
+                and last.detail == detail
+                and last.sql == sql
+            ):
+                return last  # decisions are immutable: an equal one serves again
+            last = new_decision(
+                _EXECUTE,
+                PRIMARY,
+                reason,
+                stmt,
+                level,
+                sql,
+                detail,
+                required,
+                None,
+                None,
+                None,
+                (),
+                (),
+                None,
+            )
+            self._last_primary = last
+            return last
+        return self._route_general(stmt, sql)
+
+    def _route_general(self, stmt: Classification, sql: str) -> Decision:
+        """:meth:`route` by every rule, in the order the module docstring gives them."""
         hint = stmt.hint
         level = self._config.level
         if hint is not None and hint.level is not None:
@@ -423,6 +518,13 @@ class SessionPolicy:
         self._last_target = target
         if target != PRIMARY:
             self._knowledge.record_success(target)
+        if stmt is self._inert:
+            return
+        if not stmt.parts and _inert(stmt):
+            # Remembered by identity (a classification is immutable): a prepared statement
+            # or a cached classification repeats with the same object.
+            self._inert = stmt
+            return
         for part in stmt.parts or (stmt,):
             self._apply(part, target)
 

@@ -32,13 +32,20 @@ def big_packets(mariadb_topology: MariaDBTopology) -> None:
         server.query("SET GLOBAL max_allowed_packet = 67108864")
 
 
+#: Seconds a read may wait for a replica to apply a 17 MiB write.
+REPLICA_APPLY_TIMEOUT = 30.0
+
+
 @pytest.mark.usefixtures("big_packets")
 def test_rows_and_commands_beyond_16_mib(
     make_proxy: Callable[..., ProxyThread],
     mariadb_database: CleanDatabase,
     mariadb_topology: MariaDBTopology,
 ) -> None:
-    proxy = make_proxy()
+    # Replicas apply a 17 MiB row in well under a second when idle, but several seconds on a
+    # loaded machine: the read must wait for it on a replica rather than time out to the
+    # primary, which would not exercise a 16 MiB row from a replica.
+    proxy = make_proxy(wait_timeout=REPLICA_APPLY_TIMEOUT)
     conn = connect(proxy, mariadb_database, max_allowed_packet=64 * 1024 * 1024)
     try:
         rows(conn, "CREATE TABLE t (id INT PRIMARY KEY, b LONGBLOB)")

@@ -420,3 +420,47 @@ def test_parse_response_reads_a_scalar_and_errors() -> None:
     err = parse_response(encode([Err()], BACKEND), BACKEND)
     assert err.error is not None
     assert err.error.errno == 1146
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sequence=st.lists(
+        st.tuples(responses, st.lists(st.integers(0, 400), max_size=4)), min_size=2, max_size=4
+    ),
+    backend=st.sampled_from(BACKEND_CAPS),
+    client=st.sampled_from(CLIENT_CAPS),
+)
+def test_a_reused_relay_relays_like_a_new_one(
+    sequence: list[tuple[list[Item], list[int]]], backend: int, client: int
+) -> None:
+    """One relay reused for response after response (each whole or cut into chunks, so that
+    both the one-pass path and the general loop leave their state behind) gives every byte
+    and every reported fact that a new relay per response gives."""
+    reused_out = bytearray()
+    reused = ResponseRelay(ResponseKind.QUERY, backend, client, reused_out.extend, status_hint=HINT)
+    for index, (items, cuts) in enumerate(sequence):
+        data = encode(items, backend)
+        if index:
+            reused.reuse(ResponseKind.QUERY, HINT)
+        fresh_out, fresh, _ = relay_all(data, backend, client, cuts)
+        reused_out.clear()
+        start = 0
+        for cut in [*sorted(set(cuts)), len(data)]:
+            if cut <= start:
+                continue
+            reused.feed(data[start:cut])
+            start = cut
+        assert reused.done
+        assert bytes(reused_out) == fresh_out
+        assert (reused.status, reused.last_seq, reused.error, reused.state_oks) == (
+            fresh.status,
+            fresh.last_seq,
+            fresh.error,
+            fresh.state_oks,
+        )
+
+
+def test_a_relay_is_reused_only_once_complete() -> None:
+    relay = ResponseRelay(ResponseKind.QUERY, BACKEND, BASE, bytearray().extend)
+    with pytest.raises(RuntimeError):
+        relay.reuse(ResponseKind.QUERY, HINT)
