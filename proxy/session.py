@@ -431,6 +431,8 @@ class Session(ClientInput, SlowPath):
             read.on_done = self._done_cb
             read.on_lost = self._lost_cb
             self._decision = nxt
+            if self._tracing:
+                self._span.decision(nxt)
             return
 
         def discarded(_r: ResponseRelay) -> None:

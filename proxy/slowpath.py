@@ -242,6 +242,8 @@ class SlowPath(SessionBase):
         answered or handed to the pipelined path (``None``)."""
         policy = self.policy
         while True:
+            if self._tracing:
+                self._span.decision(d)  # the last decision is the route the span reports
             action = d.action
             if action is _EXECUTE:
                 return d

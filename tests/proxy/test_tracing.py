@@ -59,3 +59,32 @@ def test_spans_say_where_and_why(
     assert pinned[trace.ROUTE_REASON] == "pinned"
     assert pinned[trace.ROUTE_PINNED_REASON] == "temporary_table"
     assert {s[trace.SESSION_ID] for s in (insert, read, pinned)} == {insert[trace.SESSION_ID]}
+
+
+def test_a_read_latest_read_reports_the_route_it_took_after_fetching_the_primary_state(
+    traced: tuple[ProxyThread, MemoryExporter],
+    mariadb_database: CleanDatabase,
+    mariadb_topology: MariaDBTopology,
+) -> None:
+    proxy, memory = traced
+    conn = connect(proxy, mariadb_database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE latest (a INT)")
+            cur.execute("INSERT INTO latest VALUES (1)")
+            cur.execute("SET @@consistent_level = 'read_latest'")
+            cur.execute("SELECT a FROM latest")
+            assert cur.fetchall() == ((1,),)
+    finally:
+        conn.close()
+    proxy.server.telemetry.flush(5)
+    reads = [
+        r.attributes
+        for r in memory.records
+        if r.name == trace.STATEMENT_SPAN and r.attributes.get(trace.DB_OPERATION_NAME) == "SELECT"
+    ]
+    read = reads[-1]
+    assert read[trace.LEVEL] == "read_latest"
+    assert read[trace.ROUTE_ACTION] == "execute"
+    assert read[trace.ROUTE_ROLE] == "replica"
+    assert read[trace.SERVER_PORT] in {r.port for r in mariadb_topology.replicas}
