@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps lint format test test-fast test-sqlalchemy bench clean
+.PHONY: all venv system-deps demo lint format test test-fast test-sqlalchemy bench clean
 
 all: test
 
@@ -21,6 +21,10 @@ venv: $(STAMP)
 # Real servers the suite runs against, from Debian's packages (we run as root on CI).
 system-deps:
 	@bash scripts/ensure-system-packages.sh
+
+# The whole product on the embedded emulator: topology, proxy, workload, staleness report.
+demo: venv
+	$(VENV)/bin/consistent demo $(DEMO_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -42,9 +46,11 @@ test-fast: venv
 test-sqlalchemy: venv system-deps
 	$(PY) tests/sqlalchemy_compliance/run.py
 
-bench: venv
-	$(PY) bench/gtid.py
-	$(PY) bench/classify.py
+# Every bench/ script: out/bench/results.json plus one table (about 10-15 min on 2 cores).
+# BENCH_ARGS=--full for the issues' full sizes; BENCH_ARGS="--only gtid classify" for a subset.
+BENCH_ARGS ?=
+bench: venv system-deps
+	$(PY) bench/suite.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

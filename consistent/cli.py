@@ -32,6 +32,14 @@ _SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "poll replicas for replication lag and write lag records to the trace stream",
         "consistent.telemetry.cli:add_lag_sample_command",
     ),
+    "analyze": (
+        "run the Spark staleness analysis over trace files and write the report",
+        "analytics.cli:add_analyze_command",
+    ),
+    "demo": (
+        "run the demonstration: emulated topology, proxy, workload, staleness report",
+        "demo.cli:add_demo_command",
+    ),
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from consistent import __version__, cli
@@ -23,7 +25,7 @@ def test_help_lists_every_subcommand_without_importing_them(
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     out = capsys.readouterr().out
-    for name in ("version", "emulate", "proxy", "lag-sample"):
+    for name in ("version", "emulate", "proxy", "lag-sample", "analyze", "demo"):
         assert name in out
 
 
@@ -33,3 +35,12 @@ def test_a_registered_subcommand_gets_its_full_parser(
     with pytest.raises(SystemExit):
         cli.main(["emulate", "--help"])
     assert "--replicas" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", sorted(cli._SUBCOMMANDS))
+def test_every_registered_subcommand_imports_and_sets_a_handler(name: str) -> None:
+    parser = cli.build_parser([name])
+    subparsers = next(
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    assert subparsers.choices[name].get_default("handler") is not None, f"{name} sets no handler"

@@ -1,0 +1,97 @@
+"""The report: collects the small result tables, renders ``report.html`` (and ``img/*.png``) and
+writes the headline numbers to ``summary.json``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
+
+from analytics import report, storage
+from analytics.jobs.layout import TABLE_SCHEMAS, JobSettings, Layout
+
+__all__ = ["collect", "run", "write"]
+
+
+def _rows(frame: DataFrame) -> list[dict[str, Any]]:
+    return [row.asDict() for row in frame.collect()]
+
+
+def _table(spark: SparkSession, layout: Layout, name: str) -> DataFrame:
+    """A small result table (written by this run, so its schema is the one written)."""
+    schema = TABLE_SCHEMAS.get(name)
+    path = layout.table(name)
+    return storage.read_parquet(spark, path, schema) if schema else spark.read.parquet(path)
+
+
+def collect(
+    spark: SparkSession, layout: Layout, settings: JobSettings, window_ns: int
+) -> report.ReportData:
+    """Everything the report shows, as plain Python values."""
+    statements = _table(spark, layout, "statements")
+    totals = statements.agg(
+        F.count(F.lit(1)).alias("statements"),
+        F.min("start_ns").alias("first_ns"),
+        F.max("end_ns").alias("last_ns"),
+    ).first()
+    sessions = _table(spark, layout, "sessions").count()
+    lag_samples = _table(spark, layout, "lag_samples").count()
+    violations = _table(spark, layout, "violations")
+    guaranteed = violations.where(F.col("guaranteed"))
+    ordered = guaranteed.orderBy(F.col("status").desc(), "start_ns", "span_id")
+    eventual = violations.where(~F.col("guaranteed") & (F.col("status") == "stale"))
+    limit = settings.shown_violations
+    return report.ReportData(
+        totals={
+            "statements": totals["statements"] if totals else 0,
+            "first_ns": totals["first_ns"] if totals else None,
+            "last_ns": totals["last_ns"] if totals else None,
+            "lag_samples": lag_samples,
+            "sessions": sessions,
+        },
+        lag_summary=_rows(_table(spark, layout, "lag_summary")),
+        lag_windows=_rows(_table(spark, layout, "lag_windows")),
+        window_ns=window_ns,
+        cost=_rows(_table(spark, layout, "cost_by_level")),
+        wait_histogram=_rows(_table(spark, layout, "wait_histogram")),
+        reads=_rows(_table(spark, layout, "read_summary")),
+        pinning=_rows(_table(spark, layout, "pinning")),
+        violations=_rows(ordered.limit(limit)),
+        violation_count=guaranteed.count(),
+        eventual_stale=_rows(eventual.orderBy("start_ns", "span_id").limit(limit // 4)),
+        eventual_stale_count=eventual.count(),
+    )
+
+
+def write(data: report.ReportData, layout: Layout, title: str) -> dict[str, Any]:
+    """Write the page, its images and ``summary.json``; returns the headline numbers."""
+    rendered = report.render_html(data, title)
+    layout.root.mkdir(parents=True, exist_ok=True)
+    layout.report.write_text(rendered.html, encoding="utf-8")
+    layout.images.mkdir(exist_ok=True)
+    for name, png in rendered.images.items():
+        (layout.images / name).write_bytes(png)
+    numbers = report.headline(data)
+    summary = {
+        "headline": numbers,
+        "lag": data.lag_summary,
+        "levels": data.cost,
+        "reads": data.reads,
+        "pinning": data.pinning,
+        "window_ns": data.window_ns,
+        "first_ns": data.totals.get("first_ns"),
+        "last_ns": data.totals.get("last_ns"),
+    }
+    layout.summary.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    return numbers
+
+
+def run(
+    spark: SparkSession, layout: Layout, settings: JobSettings, window_ns: int
+) -> report.ReportData:
+    """Collect and write the report; returns what it shows."""
+    data = collect(spark, layout, settings, window_ns)
+    write(data, layout, settings.title)
+    return data

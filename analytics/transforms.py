@@ -1,0 +1,410 @@
+"""Pure ``DataFrame -> DataFrame`` steps from OTLP requests to typed, ordered records.
+
+* :func:`explode_requests`: one row per span (:data:`analytics.schema.SPAN`);
+* :func:`statements` / :func:`lag_samples`: one typed row per record of each kind
+  (:data:`analytics.schema.STATEMENT`, :data:`analytics.schema.LAG_SAMPLE`);
+* :func:`gtid_high` / :func:`gtid_sources_of`: GTID text as Spark values (no Python UDF, so
+  executors need nothing but the JVM);
+* :func:`sequence_sessions` / :func:`sessionize`: statements in session order, sessions as rows;
+* :func:`asof`: the time-ordered lookup the audit and the staleness jobs are built on.
+
+A GTID set is read as its highest GNO per source.  ``source`` is the lower-case server UUID
+(``uuid:tag`` for a tagged GTID, MySQL 8.3+); for a MariaDB position ``domain-server-seq`` it is
+the domain number as text and the highest is ``seq``: a position covers another when, per
+domain, its sequence number is at least as high.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final, Literal
+
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+from analytics.schema import (
+    ATTRIBUTE_KEY,
+    BASE_FIELDS,
+    LAG_SAMPLE,
+    STATEMENT,
+    attribute_fields,
+)
+
+__all__ = [
+    "LAG_SAMPLE_SPAN",
+    "SESSION",
+    "STATEMENT_SPAN",
+    "asof",
+    "clean_gtid_text",
+    "explode_requests",
+    "gtid_high",
+    "gtid_sources_of",
+    "lag_samples",
+    "sequence_sessions",
+    "sessionize",
+    "statements",
+]
+
+#: Span names of the two record kinds (``consistent.trace``).
+STATEMENT_SPAN: Final = "consistent.statement"
+LAG_SAMPLE_SPAN: Final = "consistent.lag_sample"
+
+# --- OTLP requests to spans --------------------------------------------------------------------
+
+
+def _resource_attribute(attributes: Column, key: str) -> Column:
+    match = F.filter(attributes, lambda kv: kv["key"] == F.lit(key))
+    return F.try_element_at(match, F.lit(1))["value"]["stringValue"]
+
+
+def explode_requests(requests: DataFrame) -> DataFrame:
+    """OTLP ``ExportTraceServiceRequest`` rows (:data:`analytics.schema.OTLP_REQUEST`) to one
+    row per span (:data:`analytics.schema.SPAN`).  Lines that did not parse have no
+    ``resourceSpans`` and yield nothing."""
+    resources = requests.select(F.explode("resourceSpans").alias("rs")).select(
+        _resource_attribute(F.col("rs.resource.attributes"), "service.name").alias("service"),
+        F.col("rs.scopeSpans").alias("scopes"),
+    )
+    scopes = resources.select("service", F.explode("scopes").alias("ss"))
+    spans = scopes.select("service", F.explode("ss.spans").alias("s"))
+    return spans.select(
+        F.col("service").alias("service_name"),
+        F.lower("s.traceId").alias("trace_id"),
+        F.lower("s.spanId").alias("span_id"),
+        F.lower(F.nullif(F.col("s.parentSpanId"), F.lit(""))).alias("parent_span_id"),
+        F.col("s.name").alias("name"),
+        F.col("s.kind").alias("kind"),
+        F.col("s.startTimeUnixNano").try_cast(LongType()).alias("start_ns"),
+        F.col("s.endTimeUnixNano").try_cast(LongType()).alias("end_ns"),
+        F.coalesce(F.col("s.status.code"), F.lit(0)).alias("status_code"),
+        F.nullif(F.col("s.status.message"), F.lit("")).alias("status_message"),
+        F.col("s.attributes").alias("attributes"),
+    )
+
+
+# --- spans to typed records --------------------------------------------------------------------
+
+
+def _typed(value: Column, field: StructField) -> Column:
+    kind = field.dataType.typeName()
+    if kind == "string":
+        return value["stringValue"]
+    if kind == "long":
+        return value["intValue"].try_cast(LongType())
+    if kind == "double":
+        return F.coalesce(value["doubleValue"], value["intValue"].try_cast("double"))
+    return value["boolValue"]
+
+
+def _typed_columns(schema: StructType, attributes: Column) -> list[Column]:
+    return [
+        _typed(attributes[field.metadata[ATTRIBUTE_KEY]], field).alias(field.name)
+        for field in attribute_fields(schema)
+    ]
+
+
+def _records(spans: DataFrame, span_name: str, schema: StructType) -> DataFrame:
+    attributes = F.map_from_entries("attributes")
+    base = [F.col(field.name) for field in BASE_FIELDS]
+    typed = _typed_columns(schema, attributes)
+    return spans.where(F.col("name") == F.lit(span_name)).select(*base, *typed)
+
+
+def statements(spans: DataFrame) -> DataFrame:
+    """One typed row per statement span (:data:`analytics.schema.STATEMENT`); attributes a
+    record lacks, or carries with the wrong type, are null."""
+    return _records(spans, STATEMENT_SPAN, STATEMENT)
+
+
+def lag_samples(spans: DataFrame) -> DataFrame:
+    """One typed row per lag sample span (:data:`analytics.schema.LAG_SAMPLE`)."""
+    return _records(spans, LAG_SAMPLE_SPAN, LAG_SAMPLE)
+
+
+#: Values of the ``record`` column of :func:`records`, by span name.
+RECORD_NAMES: Final = {STATEMENT_SPAN: "statement", LAG_SAMPLE_SPAN: "lag_sample"}
+
+
+def records(spans: DataFrame) -> DataFrame:
+    """Both record kinds in one pass: ``record`` (``statement`` or ``lag_sample``), the base
+    columns, and the union of both kinds' attribute columns (an attribute both kinds have,
+    such as ``db.system.name``, is one column).  Selecting a kind's rows and its schema's
+    columns gives exactly :func:`statements` or :func:`lag_samples`; written partitioned by
+    ``record``, one parse of the JSON serves both."""
+    attributes = F.map_from_entries("attributes")
+    columns: dict[str, Column] = {}
+    for schema in (STATEMENT, LAG_SAMPLE):
+        for column, field in zip(
+            _typed_columns(schema, attributes), attribute_fields(schema), strict=True
+        ):
+            columns.setdefault(field.name, column)
+    kind = F.col("name")
+    record = F.when(kind == STATEMENT_SPAN, F.lit("statement")).when(
+        kind == LAG_SAMPLE_SPAN, F.lit("lag_sample")
+    )
+    return spans.where(kind.isin(*RECORD_NAMES)).select(
+        record.alias("record"),
+        *[F.col(field.name) for field in BASE_FIELDS],
+        *columns.values(),
+    )
+
+
+# --- GTID text as Spark values ------------------------------------------------------------------
+
+_UUID: Final = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_INTERVALS: Final = "(?::[0-9]+(?:-[0-9]+)?)*"
+#: The last number of a group's run of intervals: a tag, the next group or the end follows.
+_LAST: Final = ":(?:[0-9]+-)?([0-9]+)(?=:[a-z_]|,|$)"
+_MARIADB_GROUP: Final = "^[0-9]+-[0-9]+-[0-9]+$"
+
+
+def clean_gtid_text(text: Column) -> Column:
+    """GTID text as compared: lower-case, without blanks (mysqld breaks long sets over lines)."""
+    return F.lower(F.regexp_replace(text, r"\s+", ""))
+
+
+def _high_pattern(source: str) -> str:
+    uuid, _, tag = source.partition(":")
+    if source.isdigit():  # a MariaDB domain: its GTID's sequence number
+        return f"(?:^|,){int(source)}-[0-9]+-([0-9]+)(?=,|$)"
+    if not tag:  # untagged intervals come first in a group
+        return f"(?:^|,){re.escape(uuid)}{_INTERVALS}{_LAST}"
+    return f"(?:^|,){re.escape(uuid)}(?::[^,]*)?:{re.escape(tag)}{_INTERVALS}{_LAST}"
+
+
+def gtid_high(text: Column, source: str) -> Column:
+    """The highest GNO of ``source`` in a GTID set's text (``clean_gtid_text`` applied), or
+    null when the set has none.  ``source`` is a lower-case server UUID, ``uuid:tag`` (MySQL
+    8.3+ tagged GTIDs) or a MariaDB domain number; for a MariaDB position ``d-server-seq`` the
+    highest is ``seq``.
+
+    The text is expected in mysqld's canonical form, as the telemetry records it (intervals
+    ascending, so a source's highest GNO is the last number of its run).  One regular
+    expression per source: the expression stays small however often it is used, which keeps
+    Spark's generated code small (a general parser inlined at every use made plans of
+    hundreds of kilobytes that took longer to compile than to run)."""
+    found = F.regexp_extract(text, _high_pattern(source), 1)
+    value = F.nullif(found, F.lit("")).try_cast(LongType())
+    return F.when(value >= 1, value)
+
+
+def _mysql_sources(group: Column) -> Column:
+    uuid = F.substring(group, 1, 36)
+    tokens = F.split(F.substring(group, 38, 1 << 30), ":")
+    tags = F.filter(tokens, lambda t: t.rlike("^[a-z_]"))
+    tagged = F.transform(tags, lambda t: F.concat(uuid, F.lit(":"), t))
+    plain = F.when(F.try_element_at(tokens, F.lit(1)).rlike("^[0-9]"), F.array(uuid)).otherwise(
+        F.array().cast(ArrayType(StringType()))
+    )
+    return F.concat(plain, tagged)
+
+
+def _tagged_sources(text: Column) -> Column:
+    groups = F.split(F.coalesce(text, F.lit("")), ",")
+    per_group = F.transform(
+        groups,
+        lambda g: F.when(g.rlike(f"^{_UUID}:"), _mysql_sources(g)).otherwise(
+            F.array().cast(ArrayType(StringType()))
+        ),
+    )
+    return F.flatten(per_group)
+
+
+def gtid_sources_of(text: Column) -> Column:
+    """The sources a GTID set's text (``clean_gtid_text`` applied) names, as
+    ``array<string>``: UUIDs, ``uuid:tag`` for tagged intervals, MariaDB domains.  Anything
+    else (``ANONYMOUS``, garbage) names none.
+
+    Two regular expressions find untagged UUIDs and MariaDB domains; only a set with a tag
+    (MySQL 8.3+, rare) goes through a split per group, whose lambdas Spark evaluates an order
+    of magnitude slower."""
+    text = F.coalesce(text, F.lit(""))
+    # Almost every set is one group: its source is its head, cut without a regex scan.
+    one_uuid = text.rlike(f"^{_UUID}:[0-9][0-9:-]*$")
+    one_domain = text.rlike(f"^{_MARIADB_GROUP[1:]}")
+    single = F.when(one_uuid, F.array(F.substring(text, 1, 36))).when(
+        one_domain, F.array(F.substring_index(text, "-", 1))
+    )
+    uuids = F.regexp_extract_all(text, F.lit(f"(?:^|,)({_UUID})(?=:[0-9])"), 1)
+    domains = F.regexp_extract_all(text, F.lit("(?:^|,)([0-9]+)-[0-9]+-[0-9]+(?=,|$)"), 1)
+    tagged = F.when(text.rlike(":[a-z_]"), _tagged_sources(text)).otherwise(
+        F.array().cast(ArrayType(StringType()))
+    )
+    return F.coalesce(single, F.array_distinct(F.concat(uuids, domains, tagged)))
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+#: One session (:func:`sessionize`).
+SESSION: Final = StructType(
+    [
+        StructField("session_id", StringType()),
+        StructField("service_name", StringType()),
+        StructField("level", StringType()),
+        StructField("first_ns", LongType()),
+        StructField("last_ns", LongType()),
+        StructField("statements", LongType(), False),
+        StructField("reads", LongType(), False),
+        StructField("replica_reads", LongType(), False),
+        StructField("writes", LongType(), False),
+        StructField("pin_reason", StringType()),
+    ]
+)
+
+
+def _session_order() -> WindowSpec:
+    return Window.partitionBy("session_id").orderBy("start_ns", "end_ns", "span_id")
+
+
+def sequence_sessions(statements: DataFrame) -> DataFrame:
+    """Statements with ``session_seq``: their 1-based position in their session (by start
+    time, then end time, then span id)."""
+    return statements.withColumn("session_seq", F.row_number().over(_session_order()))
+
+
+def _count(condition: Column) -> Column:
+    return F.count(F.when(condition, F.lit(1))).cast(LongType())
+
+
+def sessionize(statements: DataFrame) -> DataFrame:
+    """One row per session (:data:`SESSION`): the level of its first statement, its first
+    start and last end, statement, read, replica-read and write counts, and the first reason
+    it was pinned to the primary (null when never)."""
+    is_read = F.col("statement_kind") == "read"
+    first = F.struct("start_ns", "end_ns", "span_id")
+    pinned = F.when(
+        F.col("route_reason") == "pinned",
+        F.struct(first.alias("at"), F.col("route_pinned_reason").alias("why")),
+    )
+    grouped = statements.groupBy("session_id").agg(
+        F.min_by("service_name", first).alias("service_name"),
+        F.min_by("level", F.when(F.col("level").isNotNull(), first)).alias("level"),
+        F.min("start_ns").alias("first_ns"),
+        F.max("end_ns").alias("last_ns"),
+        F.count(F.lit(1)).cast(LongType()).alias("statements"),
+        _count(is_read).alias("reads"),
+        _count(is_read & (F.col("route_role") == "replica")).alias("replica_reads"),
+        _count(F.col("gtid_produced_count") > 0).alias("writes"),
+        F.min(pinned)["why"].alias("pin_reason"),
+    )
+    return grouped.select(*[field.name for field in SESSION.fields])
+
+
+# --- as-of lookups ------------------------------------------------------------------------------
+
+Direction = Literal["past", "future"]
+#: At most this many buckets per key in an as-of lookup's carry table.
+_MAX_BUCKETS: Final = 5_000_000
+
+
+def asof(
+    queries: DataFrame,
+    events: DataFrame,
+    *,
+    keys: Sequence[str],
+    query_order: str,
+    event_order: str,
+    outputs: Mapping[str, str],
+    direction: Direction = "past",
+    inclusive: bool = True,
+    bucket: int | None = None,
+) -> DataFrame:
+    """``queries`` with one column per ``outputs`` entry (output name → event value column):
+    over the ``events`` with the same ``keys``, the largest value among those ordered at or
+    before the query (``direction="past"``), or the smallest among those at or after it
+    (``"future"``); strictly before/after when ``inclusive`` is false; null when there is none
+    (or when the query's order is null).  Null event values are ignored, so one pass can look
+    up several kinds of event, each in its own column.
+
+    Each key is one sorted window, so a few keys (a few replicas) would be a few tasks.  With
+    ``bucket`` the order axis is also cut into buckets of that width: each bucket is its own
+    window, and what earlier (later) buckets hold is carried in from a small per-bucket table,
+    so the work spreads over the cluster whatever the number of keys.
+
+    ``queries`` must not have columns whose names start with ``_`` and one letter (``_o``,
+    ``_b``…), which the lookup uses.
+    """
+    past = direction == "past"
+    pick = F.max if past else F.min
+    values = {f"_v{i}": (out, src) for i, (out, src) in enumerate(outputs.items())}
+    # The keys are hashed into one long: a window sorts by its partition keys first, and
+    # equal strings (every row of a partition) are compared in full, equal longs cheaply.
+    # Two key tuples sharing a hash (odds ~ n²/2⁶⁴ for n distinct tuples) would be merged.
+    key = F.xxhash64(*keys)
+    q = queries.withColumn("_o", F.col(query_order)).withColumn("_k", key)
+    e = events.select(
+        key.alias("_k"),
+        F.col(event_order).alias("_o"),
+        *[F.col(src).alias(tmp) for tmp, (_out, src) in values.items()],
+    ).where(F.col("_o").isNotNull())
+    parts = ["_k"]
+    if bucket is not None:
+        q = q.withColumn("_b", F.floor(F.col("_o") / F.lit(bucket)))
+        e = e.withColumn("_b", F.floor(F.col("_o") / F.lit(bucket)))
+        parts.append("_b")
+    # One running frame (unbounded preceding to the current row: incremental, where Spark
+    # recomputes an unbounded-following frame for every row), walking the order axis
+    # forwards for "past" and backwards for "future".  Ties: events sort before the query
+    # when inclusive, after it when not.  Queries without an order sort first and see none.
+    blank = q.withColumn("_q", F.lit(2))
+    for tmp in values:
+        blank = blank.withColumn(tmp, F.lit(None).cast(e.schema[tmp].dataType))
+    both = e.withColumn("_q", F.lit(1)).unionByName(blank, allowMissingColumns=True)
+    tie = F.col("_q") if inclusive else -F.col("_q")
+    axis = F.col("_o").asc_nulls_first() if past else F.col("_o").desc_nulls_first()
+    frame = (
+        Window.partitionBy(*parts)
+        .orderBy(axis, tie)
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    found = both.select(
+        "*", *[pick(tmp).over(frame).alias(out) for tmp, (out, _src) in values.items()]
+    ).where(F.col("_q") == 2)
+    if bucket is not None:
+        found = _carry(found, e, values, past)
+    return found.drop("_o", "_b", "_q", "_k", *values)
+
+
+def _carry(
+    found: DataFrame, e: DataFrame, values: Mapping[str, tuple[str, str]], past: bool
+) -> DataFrame:
+    """Combine each query's in-bucket results with what the other buckets hold: the max (min)
+    event values of all earlier (later) buckets of its key.
+
+    The carry table is built from the events alone, over every bucket from the key's first
+    event bucket to its last (a few thousand rows per key), and joined in by broadcast; the
+    queries are not read a second time, which in a chain of look-ups would recompute
+    everything upstream once more per step.
+    """
+    pick = F.max if past else F.min
+    per_bucket = e.groupBy("_k", "_b").agg(*[pick(tmp).alias(tmp) for tmp in values])
+    bounds = per_bucket.groupBy("_k").agg(F.min("_b").alias("_lo"), F.max("_b").alias("_hi"))
+    # Past: buckets lo..hi+1 (beyond hi everything is earlier); future: lo-1..hi.  A key
+    # whose events spread over more than _MAX_BUCKETS buckets (a clock gone wrong) is cut.
+    first, last = (F.col("_lo"), F.col("_hi") + 1) if past else (F.col("_lo") - 1, F.col("_hi"))
+    last = F.least(last, first + _MAX_BUCKETS)
+    dense = bounds.select("_k", F.explode(F.sequence(first, last)).alias("_cb"))
+    table = dense.join(per_bucket.withColumnRenamed("_b", "_cb"), ["_k", "_cb"], "left")
+    axis = F.col("_cb").asc() if past else F.col("_cb").desc()
+    frame = Window.partitionBy("_k").orderBy(axis).rowsBetween(Window.unboundedPreceding, -1)
+    carried = table.select(
+        "_k", "_cb", *[pick(tmp).over(frame).alias(f"_c{tmp}") for tmp in values]
+    )
+    # A query bucket outside the dense range takes its nearest end (same carry).
+    clamp = F.when(
+        F.col("_b").isNotNull(),
+        F.least(F.greatest(F.col("_b"), F.col("_lo")), F.col("_hi") + 1)
+        if past
+        else F.least(F.greatest(F.col("_b"), F.col("_lo") - 1), F.col("_hi")),
+    )
+    combine = F.greatest if past else F.least
+    joined = (
+        found.join(F.broadcast(bounds), "_k", "left")
+        .withColumn("_cb", clamp)
+        .join(F.broadcast(carried), ["_k", "_cb"], "left")
+    )
+    for tmp, (out, _src) in values.items():
+        joined = joined.withColumn(out, combine(F.col(out), F.col(f"_c{tmp}")))
+    return joined.drop("_lo", "_hi", "_cb", *[f"_c{tmp}" for tmp in values])

@@ -1,0 +1,1 @@
+"""`consistent demo`: the whole product on an emulated topology, from workload to report."""

@@ -1,0 +1,337 @@
+"""``consistent demo``: the whole product on one machine, from workload to staleness report.
+
+It starts a replication topology (emulated MySQL by default, real MariaDB with ``--mariadb``):
+a primary, two replicas with realistic and bursty lag, and a delayed replica in a chain.  Then
+the proxy in front of it, a lag sampler, and sessions that write then read back, through the
+DB-API wrapper and through the proxy, at every consistency level, all traced to
+``OUT/traces/``.  The clients check each read on the data (did it see the session's own
+write?).  Spark then analyses the traces (``OUT/analysis/report.html``) and the headline
+table sets the audit's findings beside what the clients saw.
+
+Exit status: 0 when every guaranteed level kept its promise, 3 when one did not (by the audit
+or by the clients), 2 when the demo could not run (no Java, no MariaDB, …).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from rich.console import Console
+from rich.live import Live
+from rich.panel import Panel
+
+from consistent.errors import Error, OperationalError
+from demo.headline import (
+    HeadlineRow,
+    build_headline,
+    failures,
+    ground_truth_table,
+    headline_table,
+)
+from demo.progress import live_view
+from demo.session import DemoSettings, WorkloadResult, run_workload
+from demo.topology import Backends, emulated, mariadb
+from demo.workload import LEVELS, SessionTally, Totals, WorkloadSettings, totals_by
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from analytics.jobs.run import RunResult
+
+__all__ = [
+    "EXIT_UNAVAILABLE",
+    "EXIT_VIOLATIONS",
+    "DemoError",
+    "DemoOutcome",
+    "add_demo_command",
+    "analyse",
+    "configure_parser",
+    "execute",
+    "ground_truth",
+    "java_available",
+    "run_demo",
+]
+
+logger = logging.getLogger(__name__)
+
+#: A guaranteed level showed a violation.
+EXIT_VIOLATIONS: Final = 3
+#: Something the demo needs is missing (Java, MariaDB) or failed to start.
+EXIT_UNAVAILABLE: Final = 2
+_DEFAULT_OUT: Final = Path("out/demo")
+_DEFAULTS: Final = DemoSettings()
+#: Columns when the output is not a terminal (a log, a pipe): the tables stay unwrapped.
+_PLAIN_WIDTH: Final = 150
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """The ``demo`` arguments."""
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=_DEFAULTS.seconds,
+        help=f"how long the workload runs (default {_DEFAULTS.seconds:g})",
+    )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=_DEFAULTS.sessions,
+        help=f"concurrent sessions, spread over levels and paths (default {_DEFAULTS.sessions})",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=_DEFAULT_OUT, help=f"output directory (default {_DEFAULT_OUT})"
+    )
+    parser.add_argument(
+        "--mariadb",
+        action="store_true",
+        help="run against real MariaDB servers (mariadbd) instead of the emulator",
+    )
+    parser.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=_DEFAULTS.wait_timeout,
+        help="seconds a read may wait for a replica before it runs on the primary",
+    )
+    parser.add_argument(
+        "--skip-analysis", action="store_true", help="run the workload only (no Spark)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no live display")
+
+
+def add_demo_command(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``demo`` to ``subparsers`` (what ``ArgumentParser.add_subparsers`` returned)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "demo",
+        help="run the demonstration: topology, proxy, workload, staleness report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    configure_parser(parser)
+    parser.set_defaults(handler=run_demo)
+    return parser
+
+
+def java_available(environ: dict[str, str] | None = None) -> bool:
+    """Whether Spark can find a Java runtime (``JAVA_HOME`` or ``java`` on the path)."""
+    env = os.environ if environ is None else environ
+    home = env.get("JAVA_HOME", "").strip()
+    if home and (Path(home) / "bin" / "java").exists():
+        return True
+    return shutil.which("java", path=env.get("PATH")) is not None
+
+
+def _settings(args: argparse.Namespace) -> DemoSettings:
+    return DemoSettings(
+        seconds=args.seconds,
+        sessions=args.sessions,
+        wait_timeout=args.wait_timeout,
+        workload=WorkloadSettings(),
+    )
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    """Why the demo cannot run as asked, or None."""
+    if args.seconds <= 0:
+        return "--seconds must be positive"
+    if args.sessions < 1:
+        return "--sessions must be at least 1"
+    if args.wait_timeout <= 0:
+        return "--wait-timeout must be positive"
+    if not args.skip_analysis and not java_available():
+        return (
+            "Spark needs Java, and none was found (set JAVA_HOME or put `java` on the PATH; "
+            "on Debian: apt-get install default-jre-headless), or run with --skip-analysis"
+        )
+    return None
+
+
+def _workload(
+    console: Console, backends: Backends, settings: DemoSettings, out: Path, live: bool
+) -> WorkloadResult:
+    if not live:
+        console.print(f"running the workload for {settings.seconds:g} s…")
+        return run_workload(backends, settings, out)
+    with Live(console=console, refresh_per_second=settings.refresh, transient=False) as view:
+
+        def tick(tallies: Sequence[SessionTally], started: float) -> None:
+            view.update(live_view(tallies, started, settings.seconds))
+
+        return run_workload(backends, settings, out, on_tick=tick)
+
+
+class DemoError(OperationalError):
+    """A part of the demo could not run (Spark did not start, …)."""
+
+
+def _start_spark(build: Callable[[], SparkSession]) -> SparkSession:
+    try:
+        return build()
+    except Exception as exc:  # PySpark raises its own types, and plain ones for Java
+        raise DemoError(
+            f"Spark did not start ({type(exc).__name__}: {str(exc).strip()[:300]}); it needs "
+            "Java 17 or 21 (JAVA_HOME or `java` on the PATH), or run with --skip-analysis"
+        ) from exc
+
+
+def analyse(console: Console, traces: Path, out: Path, spark: SparkSession | None) -> RunResult:
+    """Every analytics job over ``traces``, written to ``out`` (``spark``: the session to use,
+    or None to start one)."""
+    # Spark and the jobs load only now, the jobs once a session runs: they take seconds to
+    # import and start, and some build Spark columns when imported.
+    from analytics.spark import build_session  # noqa: PLC0415 (see the comment above)
+
+    with console.status("starting Spark…") as status:
+        session = spark if spark is not None else _start_spark(build_session)
+        from analytics.jobs.layout import JobSettings  # noqa: PLC0415
+        from analytics.jobs.run import STEPS, run_all  # noqa: PLC0415
+
+        started = time.monotonic()
+
+        def on_step(index: int, name: str) -> None:
+            status.update(f"analysing the traces: step {index + 1}/{len(STEPS)}, {name}…")
+
+        result = run_all(
+            session,
+            [str(traces)],
+            out,
+            JobSettings(title="consistent demo — staleness report"),
+            on_step=on_step,
+        )
+    console.print(f"analysis: {time.monotonic() - started:.0f} s on Spark {session.version}")
+    return result
+
+
+def _analysis(console: Console, traces: Path, out: Path, spark: SparkSession | None) -> RunResult:
+    """:func:`analyse`, with whatever goes wrong in Spark turned into a :class:`DemoError`
+    that says how to run the analysis again on the traces kept."""
+    try:
+        return analyse(console, traces, out, spark)
+    except Error:
+        raise
+    except Exception as exc:  # Py4J, PySpark and import errors share no base class
+        logger.debug("the analysis failed", exc_info=True)
+        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        raise DemoError(
+            f"the Spark analysis failed ({type(exc).__name__}: {detail}); the traces are "
+            f"kept in {traces}: `consistent analyze {traces} --out {out}` runs it again"
+        ) from exc
+
+
+def ground_truth(tallies: Sequence[SessionTally]) -> dict[str, Totals]:
+    """The clients' counts per level, weakest level first."""
+    by_level = totals_by(tallies, lambda plan: plan.level)
+    return {level: by_level[level] for level in LEVELS if level in by_level}
+
+
+def _header(console: Console, backends: Backends, settings: DemoSettings, out: Path) -> None:
+    kind = "real MariaDB" if backends.flavor == "mariadb" else "emulated MySQL"
+    lines = [
+        f"[bold]consistent demo[/] on {kind}: {settings.sessions} sessions for "
+        f"{settings.seconds:g} s, through the DB-API wrapper and the proxy, at "
+        f"{', '.join(LEVELS)}",
+        *backends.description,
+        *(f"[yellow]note:[/] {note}" for note in backends.notes),
+        f"traces: {out / 'traces'}",
+    ]
+    console.print(Panel("\n".join(lines), expand=False))
+
+
+def _finish(console: Console, rows: Sequence[HeadlineRow], result: RunResult | None) -> int:
+    if result is not None:
+        console.print(headline_table(rows, "headline: the audit of the traces, per level"))
+        console.print(
+            "RYW violations: replica reads the audit proved stale (it saw, after the read, "
+            "that the replica still lacked one of the session's writes); unproven: no lag "
+            "sample close enough to decide.  Stale reads seen by clients: reads that returned "
+            "an older value than the session had just written / all reads."
+        )
+        for note in result.data.notes:
+            console.print(f"[yellow]note:[/] {note}")
+        console.print(f"report: [bold]{result.layout.report}[/]")
+    broken = failures(rows)
+    for line in broken:
+        console.print(f"[bold red]violation[/] {line}")
+    if broken:
+        return EXIT_VIOLATIONS
+    eventual = next((r for r in rows if r.level == "eventual"), None)
+    if eventual is not None:
+        console.print(
+            f"eventual: {eventual.client_stale:,} stale reads seen by clients"
+            + ("" if result is None else f", {eventual.audit_stale:,} found by the audit")
+            + "; every guaranteed level: 0."
+        )
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOutcome:
+    """What a demo run found."""
+
+    #: The headline, one row per level (audit columns zero without the analysis).
+    rows: tuple[HeadlineRow, ...]
+    workload: WorkloadResult
+    #: The analysis (None when skipped).
+    analysis: RunResult | None
+    #: The exit status: 0, or :data:`EXIT_VIOLATIONS`.
+    status: int
+
+
+def execute(
+    settings: DemoSettings,
+    out: Path,
+    *,
+    console: Console,
+    use_mariadb: bool = False,
+    with_analysis: bool = True,
+    live: bool = False,
+    spark: SparkSession | None = None,
+) -> DemoOutcome:
+    """Run the demo: topology, workload, analysis (unless ``with_analysis`` is false; ``spark``
+    replaces the session it would build), headline.  Raises :class:`consistent.errors.Error`
+    when a part cannot start."""
+    with mariadb() if use_mariadb else emulated() as backends:
+        _header(console, backends, settings, out)
+        workload = _workload(console, backends, settings, out, live)
+    truth = ground_truth(workload.tallies)
+    console.print(ground_truth_table(truth, "what the clients saw, per level"))
+    if workload.dropped_spans:
+        console.print(f"[yellow]note:[/] {workload.dropped_spans} spans were dropped")
+    result = _analysis(console, workload.traces, out / "analysis", spark) if with_analysis else None
+    cost = result.data.cost if result is not None else ()
+    reads = result.data.reads if result is not None else ()
+    rows = tuple(build_headline(cost, reads, truth))
+    status = _finish(console, rows, result)
+    return DemoOutcome(rows, workload, result, status)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Run the demo as ``args`` says; returns the exit status."""
+    problem = _check(args)
+    if problem is not None:
+        sys.stderr.write(f"consistent demo: {problem}\n")
+        return EXIT_UNAVAILABLE
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=_PLAIN_WIDTH)
+    try:
+        outcome = execute(
+            _settings(args),
+            args.out,
+            console=console,
+            use_mariadb=args.mariadb,
+            with_analysis=not args.skip_analysis,
+            live=not args.no_progress and console.is_terminal,
+        )
+    except Error as exc:
+        sys.stderr.write(f"consistent demo: {exc}\n")
+        return EXIT_UNAVAILABLE
+    return outcome.status

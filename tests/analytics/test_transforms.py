@@ -1,0 +1,380 @@
+"""The pure transforms, each on a small hand-built frame whose expected result was worked out
+by hand (GTID text against ``consistent.gtid``, an independent parser)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.types import ArrayType, LongType, StringType
+from pyspark.testing import assertDataFrameEqual
+
+from analytics import schema, transforms
+from consistent.gtid import GtidSet
+
+from .conftest import frame, struct
+
+U1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+U2 = "4e11fa47-71ca-11e1-9e33-c80aa9429562"
+TEXT = struct(("id", LongType()), ("text", StringType()))
+
+
+def _gtid_frame(spark: SparkSession, texts: list[str | None]) -> object:
+    return frame(spark, TEXT, [{"id": i, "text": t} for i, t in enumerate(texts)])
+
+
+# --- GTID text --------------------------------------------------------------------------------
+
+
+def test_gtid_high_per_source(spark: SparkSession) -> None:
+    texts = [
+        f"{U1}:1-5:7",  # one UUID: the last number of its run
+        f"  {U1.upper()}:12  ",  # case and blanks
+        f"{U1}:1-5,\n{U2}:3-40",  # two UUIDs, over two lines as mysqld prints them
+        f"{U1}:1-5:tg:3-4:9,{U2}:7",  # tagged: untagged intervals first, then each tag
+        f"{U2}:tg:2-6",  # only tagged intervals: the plain UUID has none
+        "0-1-10,2-3-4",  # MariaDB: per domain, the sequence number
+        None,
+        "",
+        "ANONYMOUS",
+    ]
+    columns = [("u1", U1), ("u2", U2), ("tg", f"{U1}:tg"), ("u2tg", f"{U2}:tg"), ("d0", "0"),
+               ("d2", "2")]  # fmt: skip
+    clean = transforms.clean_gtid_text(F.col("text"))
+    df = _gtid_frame(spark, texts).select(  # type: ignore[attr-defined]
+        "id", *[transforms.gtid_high(clean, source).alias(name) for name, source in columns]
+    )
+    out = struct(("id", LongType()), *[(name, LongType()) for name, _s in columns])
+    expected = frame(
+        spark,
+        out,
+        [
+            {"id": 0, "u1": 7},
+            {"id": 1, "u1": 12},
+            {"id": 2, "u1": 5, "u2": 40},
+            {"id": 3, "u1": 5, "tg": 9, "u2": 7},
+            {"id": 4, "u2tg": 6},
+            {"id": 5, "d0": 10, "d2": 4},
+            {"id": 6},
+            {"id": 7},
+            {"id": 8},
+        ],
+    )
+    assertDataFrameEqual(df, expected)
+
+
+def test_gtid_sources_of(spark: SparkSession) -> None:
+    texts = [f"{U1}:1-5:tg:3-4:9,\n{U2.upper()}:7", f"{U2}:tg:2-6", "0-1-10,2-3-4", None, "x"]
+    clean = transforms.clean_gtid_text(F.col("text"))
+    df = _gtid_frame(spark, texts).select(  # type: ignore[attr-defined]
+        "id", transforms.gtid_sources_of(clean).alias("sources")
+    )
+    expected = frame(
+        spark,
+        struct(("id", LongType()), ("sources", ArrayType(StringType()))),
+        [
+            {"id": 0, "sources": [U1, U2, f"{U1}:tg"]},
+            {"id": 1, "sources": [f"{U2}:tg"]},
+            {"id": 2, "sources": ["0", "2"]},
+            {"id": 3, "sources": []},
+            {"id": 4, "sources": []},
+        ],
+    )
+    assertDataFrameEqual(df, expected)
+
+
+def test_gtid_high_agrees_with_the_gtid_module(spark: SparkSession) -> None:
+    """Random canonical sets, written by ``consistent.gtid``: the highest GNO per UUID that
+    module computes is what the Spark expression finds."""
+    rng = random.Random(7)
+    uuids = [f"{i:08x}-71ca-11e1-9e33-c80aa9429562" for i in range(3)]
+    sets = []
+    for _ in range(60):
+        gtids = GtidSet()
+        for uuid in rng.sample(uuids, rng.randint(1, 3)):
+            for _ in range(rng.randint(1, 4)):
+                start = rng.randint(1, 10_000)
+                gtids = gtids.add_interval(uuid, start, start + rng.randint(0, 50))
+        sets.append(gtids)
+    clean = transforms.clean_gtid_text(F.col("text"))
+    df = _gtid_frame(spark, [str(s) for s in sets]).select(  # type: ignore[attr-defined]
+        "id", *[transforms.gtid_high(clean, u).alias(f"u{i}") for i, u in enumerate(uuids)]
+    )
+    expected_rows: list[dict[str, int | None]] = []
+    for index, gtids in enumerate(sets):
+        highs: dict[str, int] = {}
+        for uuid, _tag, _start, end in gtids.intervals():
+            highs[uuid] = max(highs.get(uuid, 0), end)
+        row: dict[str, int | None] = {"id": index}
+        row |= {f"u{i}": highs.get(u) for i, u in enumerate(uuids)}
+        expected_rows.append(row)
+    out = struct(("id", LongType()), *[(f"u{i}", LongType()) for i in range(len(uuids))])
+    assertDataFrameEqual(df, frame(spark, out, expected_rows))
+
+
+# --- OTLP requests to typed records --------------------------------------------------------------
+
+
+def _kv(key: str, **value: object) -> dict[str, object]:
+    return {"key": key, "value": value}
+
+
+def _request(spans: list[dict[str, object]], service: str = "svc") -> dict[str, object]:
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [_kv("service.name", stringValue=service)]},
+                "scopeSpans": [{"scope": {"name": "consistent", "version": "1"}, "spans": spans}],
+            }
+        ]
+    }
+
+
+def _span(name: str, span_id: str, attributes: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "traceId": "0AF7651916CD43DD8448EB211C80319C",
+        "spanId": span_id,
+        "parentSpanId": "",
+        "name": name,
+        "kind": 3,
+        "startTimeUnixNano": "1700000000000000123",
+        "endTimeUnixNano": "1700000000002000123",
+        "attributes": attributes,
+        "status": {},
+    }
+
+
+@pytest.fixture
+def requests(spark: SparkSession) -> object:
+    statement = _span(
+        "consistent.statement",
+        "B7AD6B7169203331",
+        [
+            _kv("consistent.record.kind", stringValue="statement"),
+            _kv("server.port", intValue="3307"),
+            _kv("consistent.session.id", stringValue="s1"),
+            _kv("consistent.route.target", stringValue="10.0.0.2:3306"),
+            _kv("consistent.wait.duration_ms", intValue="3"),  # an int where a double goes
+            _kv("consistent.wait.count", stringValue="two"),  # wrong type: null
+            _kv("consistent.level", stringValue="eventual"),
+            _kv("consistent.level", stringValue="read_own_writes"),  # repeated: last wins
+        ],
+    )
+    sample = _span(
+        "consistent.lag_sample",
+        "00f067aa0ba902b7",
+        [
+            _kv("consistent.lag.replica", stringValue="10.0.0.2:3306"),
+            _kv("consistent.lag.reachable", boolValue=True),
+            _kv("consistent.lag.apply_lag_us", intValue="1500"),
+        ],
+    )
+    other = _span("something.else", "0000000000000001", [])
+    rows = [_request([statement, other]), _request([sample], service="sampler"), {}]
+    return spark.createDataFrame(rows, schema.OTLP_REQUEST)
+
+
+def test_explode_requests(spark: SparkSession, requests: object) -> None:
+    spans = transforms.explode_requests(requests).drop("attributes")  # type: ignore[arg-type]
+    common = {
+        "trace_id": "0af7651916cd43dd8448eb211c80319c",
+        "kind": 3,
+        "start_ns": 1700000000000000123,
+        "end_ns": 1700000000002000123,
+        "status_code": 0,
+    }
+    expected = frame(
+        spark,
+        schema.SPAN,
+        [
+            {
+                **common,
+                "service_name": "svc",
+                "span_id": "b7ad6b7169203331",
+                "name": "consistent.statement",
+            },
+            {
+                **common,
+                "service_name": "svc",
+                "span_id": "0000000000000001",
+                "name": "something.else",
+            },
+            {
+                **common,
+                "service_name": "sampler",
+                "span_id": "00f067aa0ba902b7",
+                "name": "consistent.lag_sample",
+            },
+        ],
+    ).drop("attributes")
+    assertDataFrameEqual(spans, expected)
+
+
+def test_statements_and_lag_samples_are_typed(spark: SparkSession, requests: object) -> None:
+    spans = transforms.explode_requests(requests)  # type: ignore[arg-type]
+    base = {
+        "trace_id": "0af7651916cd43dd8448eb211c80319c",
+        "start_ns": 1700000000000000123,
+        "end_ns": 1700000000002000123,
+        "status_code": 0,
+    }
+    statement = frame(
+        spark,
+        schema.STATEMENT,
+        [
+            {
+                **base,
+                "service_name": "svc",
+                "span_id": "b7ad6b7169203331",
+                "record_kind": "statement",
+                "server_port": 3307,
+                "session_id": "s1",
+                "route_target": "10.0.0.2:3306",
+                "wait_duration_ms": 3.0,
+                "level": "read_own_writes",
+            }
+        ],
+    )
+    sample = frame(
+        spark,
+        schema.LAG_SAMPLE,
+        [
+            {
+                **base,
+                "service_name": "sampler",
+                "span_id": "00f067aa0ba902b7",
+                "lag_replica": "10.0.0.2:3306",
+                "lag_reachable": True,
+                "lag_apply_lag_us": 1500,
+            }
+        ],
+    )
+    assertDataFrameEqual(transforms.statements(spans), statement)
+    assertDataFrameEqual(transforms.lag_samples(spans), sample)
+    both = transforms.records(spans)
+    assert sorted(r["record"] for r in both.collect()) == ["lag_sample", "statement"]
+    columns = [f.name for f in schema.STATEMENT.fields]
+    assertDataFrameEqual(both.where("record = 'statement'").select(*columns), statement)
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+def test_sequence_sessions_and_sessionize(spark: SparkSession) -> None:
+    rows = [
+        # s1: write, read on a replica, pinned read on the primary (started in this order)
+        {"session_id": "s1", "span_id": "c", "start_ns": 30, "end_ns": 31,
+         "statement_kind": "read", "route_role": "primary", "route_reason": "pinned",
+         "route_pinned_reason": "temporary_table", "level": "read_own_writes"},
+        {"session_id": "s1", "span_id": "a", "start_ns": 10, "end_ns": 12,
+         "statement_kind": "write", "route_role": "primary", "gtid_produced_count": 1,
+         "level": "read_own_writes", "service_name": "app"},
+        {"session_id": "s1", "span_id": "b", "start_ns": 20, "end_ns": 25,
+         "statement_kind": "read", "route_role": "replica", "level": "read_own_writes"},
+        # s2: one read; the same start as another would be ordered by end, then span id
+        {"session_id": "s2", "span_id": "y", "start_ns": 5, "end_ns": 9,
+         "statement_kind": "read", "route_role": "replica"},
+        {"session_id": "s2", "span_id": "x", "start_ns": 5, "end_ns": 9,
+         "statement_kind": "read", "route_role": "replica", "level": "eventual"},
+    ]  # fmt: skip
+    statements = frame(spark, schema.STATEMENT, rows)
+    ordered = transforms.sequence_sessions(statements).select("span_id", "session_seq")
+    expected_order = [("a", 1), ("b", 2), ("c", 3), ("x", 1), ("y", 2)]
+    assertDataFrameEqual(ordered, [Row(span_id=s, session_seq=n) for s, n in expected_order])
+    sessions = transforms.sessionize(statements)
+    expected = frame(
+        spark,
+        transforms.SESSION,
+        [
+            {"session_id": "s1", "service_name": "app", "level": "read_own_writes",
+             "first_ns": 10, "last_ns": 31, "statements": 3, "reads": 2, "replica_reads": 1,
+             "writes": 1, "pin_reason": "temporary_table"},
+            {"session_id": "s2", "service_name": None, "level": "eventual", "first_ns": 5,
+             "last_ns": 9, "statements": 2, "reads": 2, "replica_reads": 2, "writes": 0},
+        ],
+    )  # fmt: skip
+    assertDataFrameEqual(sessions, expected)
+
+
+# --- as-of look-ups ------------------------------------------------------------------------------
+
+QUERY = struct(("q", StringType()), ("key", StringType()), ("t", LongType()))
+EVENT = struct(("key", StringType()), ("at", LongType()), ("v", LongType()), ("w", LongType()))
+
+
+@pytest.fixture
+def asof_data(spark: SparkSession) -> tuple[object, object]:
+    queries = frame(
+        spark,
+        QUERY,
+        [
+            {"q": "q1", "key": "a", "t": 5},
+            {"q": "q2", "key": "a", "t": 10},
+            {"q": "q3", "key": "a", "t": 25},
+            {"q": "q4", "key": "a", "t": 100},
+            {"q": "q5", "key": "b", "t": 10},
+            {"q": "q6", "key": "a", "t": None},
+            {"q": "q7", "key": "c", "t": 10},
+        ],
+    )
+    events = frame(
+        spark,
+        EVENT,
+        [
+            {"key": "a", "at": 10, "v": 3},
+            {"key": "a", "at": 20, "v": 5},
+            {"key": "a", "at": 25, "v": 4},
+            {"key": "a", "at": 30, "v": 7, "w": 1},
+            {"key": "a", "at": 90, "v": None, "w": 4},
+            {"key": "b", "at": 1, "v": 9},
+            {"key": "b", "at": 50, "v": 1},
+        ],
+    )
+    return queries, events
+
+
+# Worked out by hand from the events above.
+PAST_INCLUSIVE = {"q1": None, "q2": 3, "q3": 5, "q4": 7, "q5": 9, "q6": None, "q7": None}
+PAST_EXCLUSIVE = {"q1": None, "q2": None, "q3": 5, "q4": 7, "q5": 9, "q6": None, "q7": None}
+FUTURE_INCLUSIVE = {"q1": 3, "q2": 3, "q3": 4, "q4": None, "q5": 1, "q6": None, "q7": None}
+FUTURE_EXCLUSIVE = {"q1": 3, "q2": 4, "q3": 7, "q4": None, "q5": 1, "q6": None, "q7": None}
+W_PAST = {"q1": None, "q2": None, "q3": None, "q4": 4, "q5": None, "q6": None, "q7": None}
+
+
+@pytest.mark.parametrize("bucket", [None, 7])
+@pytest.mark.parametrize(
+    ("direction", "inclusive", "expected"),
+    [
+        ("past", True, PAST_INCLUSIVE),
+        ("past", False, PAST_EXCLUSIVE),
+        ("future", True, FUTURE_INCLUSIVE),
+        ("future", False, FUTURE_EXCLUSIVE),
+    ],
+)
+def test_asof(  # noqa: PLR0917 (pytest passes parameters positionally)
+    spark: SparkSession,
+    asof_data: tuple[object, object],
+    bucket: int | None,
+    direction: str,
+    inclusive: bool,
+    expected: dict[str, int | None],
+) -> None:
+    queries, events = asof_data
+    found = transforms.asof(
+        queries,  # type: ignore[arg-type]
+        events,  # type: ignore[arg-type]
+        keys=["key"],
+        query_order="t",
+        event_order="at",
+        outputs={"out": "v", "w_out": "w"},
+        direction=direction,  # type: ignore[arg-type]
+        inclusive=inclusive,
+        bucket=bucket,
+    )
+    rows = {r["q"]: (r["out"], r["w_out"]) for r in found.collect()}
+    assert {q: out for q, (out, _w) in rows.items()} == expected
+    if direction == "past" and inclusive:
+        assert {q: w for q, (_o, w) in rows.items()} == W_PAST
+    assert set(found.columns) == {"q", "key", "t", "out", "w_out"}
