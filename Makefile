@@ -24,6 +24,7 @@ system-deps:
 
 # The whole product on the embedded emulator: topology, proxy, workload, staleness report.
 demo: venv
+	@bash scripts/ensure-system-packages.sh --java
 	$(VENV)/bin/consistent demo $(DEMO_ARGS)
 
 lint: venv

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Installs the real servers the test suite needs, from Debian's packages, when they are missing.
+# Installs the real servers the test suite needs, and the Java runtime Spark needs, from Debian's
+# packages, when they are missing.
 set -euo pipefail
 
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
 
+# `--java`: only the Java runtime (what `make demo` needs beside .venv).
 missing=()
-have mariadbd || missing+=(mariadb-server)
-have mariadb || missing+=(mariadb-client)
-have sysbench || missing+=(sysbench)   # proxy tests and bench/proxy.py
-have haproxy || missing+=(haproxy)     # bench/proxy.py compares with it
+have java || missing+=(default-jre-headless)   # PySpark: analytics and the demo
+if [ "${1:-}" != "--java" ]; then
+    have mariadbd || missing+=(mariadb-server)
+    have mariadb || missing+=(mariadb-client)
+    have sysbench || missing+=(sysbench)   # proxy tests and bench/proxy.py
+    have haproxy || missing+=(haproxy)     # bench/proxy.py compares with it
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
@@ -23,7 +28,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
-    echo "ERROR: could not install ${missing[*]} with apt-get; the real-server tests need them." >&2
+    echo "ERROR: could not install ${missing[*]} with apt-get." >&2
     exit 1
 fi
 # The packages may start system-wide services; the suite starts its own on free ports.
@@ -31,4 +36,8 @@ if command -v service >/dev/null 2>&1; then
     $SUDO service mariadb stop >/dev/null 2>&1 || true
     $SUDO service haproxy stop >/dev/null 2>&1 || true
 fi
-have mariadbd || { echo "ERROR: mariadbd still not found after installing mariadb-server." >&2; exit 1; }
+have java || { echo "ERROR: java still not found after installing default-jre-headless." >&2; exit 1; }
+[ "${1:-}" = "--java" ] || have mariadbd || {
+    echo "ERROR: mariadbd still not found after installing mariadb-server." >&2
+    exit 1
+}
