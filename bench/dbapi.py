@@ -37,7 +37,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ import pymysql
 import consistent.dbapi as db
 from consistent.policy import PRIMARY, ReplicaKnowledge
 from consistent.telemetry import Telemetry, TelemetryConfig
+from consistent.testing.replication import injected_lag
 
 
 @dataclass
@@ -213,30 +213,10 @@ def bench_read_cost(topo: Topology, table: str, scale: int) -> dict[str, float]:
 # --- (c) write-then-read under lag --------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def injected_lag(topo: Topology, period: float = 0.06) -> Iterator[None]:
-    stop = threading.Event()
-
-    pause, resume = topo.pause, topo.resume
-    assert pause is not None
-    assert resume is not None
-
-    def run() -> None:
-        turn = 0
-        while not stop.is_set():
-            index = turn % len(topo.replicas)
-            pause(index)
-            stop.wait(period)
-            resume(index)
-            turn += 1
-
-    thread = threading.Thread(target=run, name="lag-injector", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=10)
+def _injected_lag(topo: Topology, period: float = 0.06) -> contextlib.AbstractContextManager[None]:
+    assert topo.pause is not None
+    assert topo.resume is not None
+    return injected_lag(topo.pause, topo.resume, len(topo.replicas), period)
 
 
 def _write_then_read(conn: db.Connection, table: str, iterations: int) -> tuple[int, int, int]:
@@ -261,7 +241,7 @@ def bench_lag(topo: Topology, table: str, scale: int) -> dict[str, float]:
     iterations = max(100, int(1000 * scale * topo.share))
     row = topo.consistent(level="read_own_writes", wait_timeout=1.0)
     eventual = topo.consistent(level="eventual")
-    with injected_lag(topo):
+    with _injected_lag(topo):
         started = time.perf_counter()
         violations, on_replicas, waits = _write_then_read(row, table, iterations)
         row_seconds = time.perf_counter() - started

@@ -4,6 +4,7 @@ with where it went, why (pins included), what it waited for and the GTIDs it pro
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -26,27 +27,43 @@ def traced(mariadb_topology: MariaDBTopology) -> Iterator[tuple[ProxyThread, Mem
     telemetry.shutdown(5)
 
 
+def _spans_by_operation(
+    traced: tuple[ProxyThread, MemoryExporter], database: CleanDatabase, *statements: str
+) -> dict[object, list[Any]]:
+    """Run ``statements`` in one session through the proxy; its statement spans' attributes,
+    by ``db.operation.name``, in order."""
+    proxy, memory = traced
+    conn = connect(proxy, database)
+    try:
+        with conn.cursor() as cur:
+            for sql in statements:
+                cur.execute(sql)
+    finally:
+        conn.close()
+    proxy.server.telemetry.flush(5)
+    by_op: dict[object, list[Any]] = {}
+    for span in memory.records:
+        if span.name == trace.STATEMENT_SPAN:
+            by_op.setdefault(span.attributes.get(trace.DB_OPERATION_NAME), []).append(
+                span.attributes
+            )
+    return by_op
+
+
 def test_spans_say_where_and_why(
     traced: tuple[ProxyThread, MemoryExporter],
     mariadb_database: CleanDatabase,
     mariadb_topology: MariaDBTopology,
 ) -> None:
-    proxy, memory = traced
-    conn = connect(proxy, mariadb_database)
-    try:
-        with conn.cursor() as cur:
-            cur.execute("CREATE TABLE t (a INT)")
-            cur.execute("INSERT INTO t VALUES (1)")
-            cur.execute("SELECT COUNT(*) FROM t")
-            cur.execute("CREATE TEMPORARY TABLE tmp (a INT)")
-            cur.execute("SELECT 1")
-    finally:
-        conn.close()
-    proxy.server.telemetry.flush(5)
-    spans = [r for r in memory.records if r.name == trace.STATEMENT_SPAN]
-    by_op = {}
-    for span in spans:
-        by_op.setdefault(span.attributes.get(trace.DB_OPERATION_NAME), []).append(span.attributes)
+    by_op = _spans_by_operation(
+        traced,
+        mariadb_database,
+        "CREATE TABLE t (a INT)",
+        "INSERT INTO t VALUES (1)",
+        "SELECT COUNT(*) FROM t",
+        "CREATE TEMPORARY TABLE tmp (a INT)",
+        "SELECT 1",
+    )
     insert = by_op["INSERT"][-1]
     assert insert[trace.ROUTE_TARGET] == "primary"
     assert insert[trace.ROUTE_REASON] == "write"
@@ -66,24 +83,15 @@ def test_a_read_latest_read_reports_the_route_it_took_after_fetching_the_primary
     mariadb_database: CleanDatabase,
     mariadb_topology: MariaDBTopology,
 ) -> None:
-    proxy, memory = traced
-    conn = connect(proxy, mariadb_database)
-    try:
-        with conn.cursor() as cur:
-            cur.execute("CREATE TABLE latest (a INT)")
-            cur.execute("INSERT INTO latest VALUES (1)")
-            cur.execute("SET @@consistent_level = 'read_latest'")
-            cur.execute("SELECT a FROM latest")
-            assert cur.fetchall() == ((1,),)
-    finally:
-        conn.close()
-    proxy.server.telemetry.flush(5)
-    reads = [
-        r.attributes
-        for r in memory.records
-        if r.name == trace.STATEMENT_SPAN and r.attributes.get(trace.DB_OPERATION_NAME) == "SELECT"
-    ]
-    read = reads[-1]
+    by_op = _spans_by_operation(
+        traced,
+        mariadb_database,
+        "CREATE TABLE latest (a INT)",
+        "INSERT INTO latest VALUES (1)",
+        "SET @@consistent_level = 'read_latest'",
+        "SELECT a FROM latest",
+    )
+    read = by_op["SELECT"][-1]
     assert read[trace.LEVEL] == "read_latest"
     assert read[trace.ROUTE_ACTION] == "execute"
     assert read[trace.ROUTE_ROLE] == "replica"
