@@ -25,37 +25,56 @@ _WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 
 class RoutedTally:
     """One session's routed statements not yet added to its metrics' totals: the current run
-    of one (target, reason), counted in ``count``.
+    of one (target, reason), counted in ``count``, and the runs of the other targets the
+    session went to, parked.
 
     The session's hot path does ``if d.reason is tally.reason and d.target is tally.target:
-    tally.count += 1`` and calls :meth:`switch` otherwise."""
+    tally.count += 1`` and calls :meth:`switch` otherwise.  Reads that alternate between
+    replicas switch at every statement: a switch parks the current run under its target and
+    resumes the parked run of the new one, which costs no more than that alternation (the
+    totals' keys, whose reasons are enums, are slower to hash)."""
 
-    __slots__ = ("_into", "count", "reason", "target")
+    __slots__ = ("_into", "_parked", "count", "reason", "target")
 
     def __init__(self, into: collections.Counter[tuple[str, str]]) -> None:
         self._into = into
+        #: target -> (reason, count) of its last run; never the current run's target.
+        self._parked: dict[str, tuple[str, int]] = {}
         self.target: str | None = None
         self.reason: str | None = None
         self.count = 0
 
     def switch(self, target: str, reason: str) -> None:
         """Count one statement for a (target, reason) other than the current run's."""
-        self.flush()
+        parked = self._parked
+        current = self.target
+        if current is not None and self.reason is not None and self.count:
+            parked[current] = (self.reason, self.count)
+        count = 1
+        run = parked.pop(target, None)
+        if run is not None:
+            if run[0] is reason:
+                count += run[1]
+            else:
+                self._into[(target, run[0])] += run[1]
         self.target = target
         self.reason = reason
-        self.count = 1
+        self.count = count
 
     def flush(self) -> None:
-        """Add the current run to the totals."""
-        if self.count and self.target is not None and self.reason is not None:
-            self._into[(self.target, self.reason)] += self.count
+        """Add the current run and the parked ones to the totals."""
+        into = self._into
+        for key, n in self.pending():
+            into[key] += n
+        self._parked.clear()
         self.count = 0
 
-    def pending(self) -> tuple[tuple[str, str], int] | None:
-        """The current run, not yet in the totals."""
+    def pending(self) -> list[tuple[tuple[str, str], int]]:
+        """The runs not yet in the totals."""
+        runs = [((target, reason), n) for target, (reason, n) in self._parked.items()]
         if self.count and self.target is not None and self.reason is not None:
-            return (self.target, self.reason), self.count
-        return None
+            runs.append(((self.target, self.reason), self.count))
+        return runs
 
 
 class ProxyMetrics:
@@ -102,9 +121,8 @@ class ProxyMetrics:
         """(target: "primary" or a replica's name, reason) -> statements routed so far."""
         totals = collections.Counter(self._routed)
         for tally in self._tallies:
-            run = tally.pending()
-            if run is not None:
-                totals[run[0]] += run[1]
+            for key, n in tally.pending():
+                totals[key] += n
         return totals
 
     def observe_wait(self, outcome: str, seconds: float, *, pipelined: bool) -> None:

@@ -20,6 +20,7 @@ https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_com_stmt_execute
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -91,17 +92,19 @@ def execute_packets(
     """The wire bytes that run the client's execute (``payload``, framed as ``raw``) on
     ``conn``: its long data, then the execute with ``conn``'s statement id and, when ``conn``
     lacks them, the parameter types."""
-    id_bytes = conn.statements[ps.client_id].to_bytes(4, "little")
+    client_id = ps.client_id
+    backend_id = conn.statements[client_id]
+    id_bytes = backend_id.to_bytes(4, "little")
     n = ps.num_params
     if n:
         types = ps.types
         flag_at = _EXECUTE_HEAD + (n + 7) // 8
-        if types is not None and conn.statement_types.get(ps.client_id) is not types:
+        if types is not None and conn.statement_types.get(client_id) is not types:
             if payload[flag_at] == 1:
-                conn.statement_types[ps.client_id] = types
+                conn.statement_types[client_id] = types
             else:
                 # The client reuses types this server never received: send them.
-                conn.statement_types[ps.client_id] = types
+                conn.statement_types[client_id] = types
                 body = (
                     payload[:1]
                     + id_bytes
@@ -114,7 +117,9 @@ def execute_packets(
     if ps.long_data:
         prefix = _long_data(ps, id_bytes)
     elif len(raw) == len(payload) + 4:
-        return raw[:5] + id_bytes + raw[9:]
+        # One packet: only the id changes, and often not even that (a backend connection
+        # numbers its statements from 1 as the proxy does for its client).
+        return raw if backend_id == client_id else raw[:5] + id_bytes + raw[9:]
     else:
         prefix = b""
     return prefix + frame_command(payload[:1] + id_bytes + payload[5:])
@@ -132,11 +137,14 @@ def _long_data(ps: PreparedStatement, id_bytes: bytes) -> bytes:
 class StatementRegistry:
     """The client's prepared statements, by the ids the proxy gave them."""
 
-    __slots__ = ("_by_id", "_next")
+    __slots__ = ("_by_id", "_next", "get")
 
     def __init__(self) -> None:
         self._by_id: dict[int, PreparedStatement] = {}
         self._next = 1
+        #: The statement the client calls ``client_id``, or ``None``: the dictionary's own
+        #: lookup, bound once (every execute looks its statement up).
+        self.get: Callable[[int], PreparedStatement | None] = self._by_id.get
 
     def new_id(self) -> int:
         """An id never given out on this session (ids start at 1, as mysqld's)."""
@@ -146,9 +154,6 @@ class StatementRegistry:
 
     def add(self, ps: PreparedStatement) -> None:
         self._by_id[ps.client_id] = ps
-
-    def get(self, client_id: int) -> PreparedStatement | None:
-        return self._by_id.get(client_id)
 
     def remove(self, client_id: int) -> PreparedStatement | None:
         return self._by_id.pop(client_id, None)

@@ -123,7 +123,8 @@ class ReplicaKnowledge:
     def views(self, names: Iterable[str]) -> tuple[ReplicaView, ...]:
         """Snapshots of several replicas, taken together."""
         with self._lock:
-            return tuple(self._views.get(n) or ReplicaView(n) for n in names)
+            views = self._views
+            return tuple([views.get(n) or ReplicaView(n) for n in names])
 
     def healthy(self, name: str) -> bool:
         """True unless ``name`` is cooling down after a failure."""

@@ -56,7 +56,10 @@ def _usable(
 def _rank_key(
     v: ReplicaView, required: GtidState | None, now: float, ttl: float
 ) -> tuple[bool, int, int, int, int, str]:
-    if not required or covers(v.executed, required):
+    """``required`` is ``None`` when nothing is required (never an empty state: the callers
+    test emptiness once rather than once per replica)."""
+    executed = v.executed
+    if required is None or (executed is not None and covers(executed, required)):
         uncovered, gap = False, 0
     else:
         fresh = v.fresh_executed(now, ttl)
@@ -65,7 +68,7 @@ def _rank_key(
     fresh_lag = None if lag is None or lag_at is None or now - lag_at > ttl else lag
     return (
         uncovered,
-        lag_class(fresh_lag),
+        0 if fresh_lag is None or fresh_lag < _LAG_FLOOR else lag_class(fresh_lag),
         gap.bit_length(),
         v.last_pick,
         v.failures,
@@ -87,7 +90,8 @@ def rank_replicas(
     views = _usable(knowledge, replicas, exclude=exclude, max_lag=max_lag, now=now, ttl=ttl)
     if len(views) < 2:
         return views
-    views.sort(key=lambda v: _rank_key(v, required, now, ttl))
+    wanted = required or None
+    views.sort(key=lambda v: _rank_key(v, wanted, now, ttl))
     return views
 
 
@@ -101,19 +105,23 @@ def best_replica(
 ) -> tuple[ReplicaView, bool] | None:
     """The first of :func:`rank_replicas`, and whether it is known to cover ``required``
     (true when nothing is required); ``None`` when no replica is usable.  Routing only needs
-    the best one: this finds it without sorting, and its coverage without a second check."""
+    the best one: this finds it in one pass without sorting, and its coverage without a
+    second check."""
     now = knowledge.now()
     ttl = knowledge.ttl
-    views = _usable(knowledge, replicas, exclude=exclude, max_lag=max_lag, now=now, ttl=ttl)
-    if not views:
-        return None
-    if len(views) == 1:
-        only = views[0]
-        return only, not required or covers(only.executed, required)
-    best = views[0]
-    best_key = _rank_key(best, required, now, ttl)
-    for v in views[1:]:
-        key = _rank_key(v, required, now, ttl)
-        if key < best_key:
+    wanted = required or None
+    best: ReplicaView | None = None
+    best_key: tuple[bool, int, int, int, int, str] | None = None
+    # One pass, the filters of ``_usable`` inlined: every read outside a transaction comes here.
+    for v in knowledge.views(replicas):
+        until = v.unhealthy_until
+        if (until is not None and now < until) or v.name in exclude:
+            continue
+        if max_lag is not None and (v.current_lag(now, ttl) or 0.0) > max_lag:
+            continue
+        key = _rank_key(v, wanted, now, ttl)
+        if best_key is None or key < best_key:
             best, best_key = v, key
+    if best is None or best_key is None:
+        return None
     return best, not best_key[0]

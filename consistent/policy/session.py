@@ -652,18 +652,27 @@ class SessionPolicy:
         there).  After a wait, the decision keeps the wait set for tracing."""
         self._knowledge.record_pick(replica)
         prelude: tuple[tuple[str, str], ...] = ()
-        if self._txn is not None and self._txn.pending:
+        txn = self._txn
+        if txn is not None and txn.pending:
             prelude = ((replica, READ_ONLY_BEGIN),)
-        hint = seed.statement.hint
-        return self._step(
-            seed,
-            Action.EXECUTE,
+        stmt = seed.statement
+        hint = stmt.hint
+        # ``_step``, inlined: every replica read comes here.
+        return new_decision(
+            _EXECUTE,
             replica,
             reason,
+            stmt,
+            seed.level,
+            seed.sql,
             "hint" if hint is not None and hint.target is RouteTarget.REPLICA else None,
-            known=known,
-            wait_set=seed.wait_set if reason is Reason.WAITED else None,
-            prelude=prelude,
+            self._required,
+            known,
+            seed.wait_set if reason is Reason.WAITED else None,
+            None,
+            seed.tried,
+            prelude,
+            None,
         )
 
     def _route_begin(self, seed: _SeedLike) -> Decision:

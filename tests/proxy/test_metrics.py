@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from proxy.metrics import ProxyMetrics, RoutedTally
 
-KEYS = [("primary", "no_replicas"), ("primary", "write"), ("10.0.0.2:3306", "known_covered")]
+KEYS = [
+    ("primary", "no_replicas"),
+    ("primary", "write"),
+    ("10.0.0.2:3306", "known_covered"),
+    ("10.0.0.2:3306", "nothing_required"),
+    ("10.0.0.3:3306", "known_covered"),
+]
 
 
 def count(tally: RoutedTally, key: tuple[str, str]) -> None:
@@ -23,7 +29,7 @@ def count(tally: RoutedTally, key: tuple[str, str]) -> None:
 
 
 @given(
-    events=st.lists(st.tuples(st.integers(0, 2), st.sampled_from(KEYS)), max_size=60),
+    events=st.lists(st.tuples(st.integers(0, 2), st.sampled_from(KEYS)), max_size=80),
     retired=st.sets(st.integers(0, 2)),
 )
 def test_totals_are_every_statement_counted_live_or_retired(

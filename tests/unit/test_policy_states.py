@@ -58,6 +58,13 @@ def test_merging_flavours_is_refused() -> None:
         merge(gs(f"{A}:1"), mp("0-1-1"))
 
 
+def test_covers_refuses_mixed_flavours_both_ways() -> None:
+    with pytest.raises(InterfaceError, match="cannot combine"):
+        covers(gs(f"{A}:1"), mp("0-1-1"))
+    with pytest.raises(InterfaceError, match="cannot combine"):
+        covers(mp("0-1-1"), gs(f"{A}:1"))
+
+
 @pytest.mark.parametrize(
     ("known", "required", "expected"),
     [
