@@ -62,7 +62,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from analytics.transforms import asof, clean_gtid_text, gtid_high, gtid_sources_of
+from analytics.transforms import (
+    asof,
+    clean_gtid_text,
+    gtid_high_raw,
+    gtid_source_representative,
+    gtid_sources_of,
+)
 
 __all__ = [
     "DEFAULT_GNO_BUCKET",
@@ -143,7 +149,7 @@ _DECIDED: Final = StructType(
 
 def _high(text: Column, source: str) -> Column:
     """The highest GNO of ``source`` in GTID text ``text``."""
-    return gtid_high(clean_gtid_text(text), source)
+    return gtid_high_raw(text, source)
 
 
 def _per_source(prefix: str, sources: Sequence[str]) -> list[str]:
@@ -171,8 +177,9 @@ def gtid_sources(statements: DataFrame, lag: DataFrame) -> DataFrame:
         F.explode(F.array("gtid_produced", "gtid_required")).alias("text")
     ).unionByName(lag.select(_sample_state().alias("text")))
     named = texts.where(F.col("text").isNotNull() & (F.col("text") != ""))
+    distinct = named.select(gtid_source_representative(F.col("text")).alias("text")).distinct()
     sources = gtid_sources_of(clean_gtid_text(F.col("text")))
-    return named.select(F.explode(sources).alias("source")).distinct()
+    return distinct.select(F.explode(sources).alias("source")).distinct()
 
 
 def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
@@ -188,8 +195,9 @@ def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
     own_wait = (F.col("wait_outcome") == "satisfied") & (
         F.col("wait_target") == F.col("route_target")
     )
+    # The session's hash first: the sort then compares longs, and strings only on a tie.
     earlier = (
-        Window.partitionBy("session_id")
+        Window.partitionBy(F.xxhash64("session_id"), "session_id")
         .orderBy("start_ns", "end_ns", "span_id")
         .rowsBetween(Window.unboundedPreceding, -1)
     )

@@ -135,6 +135,10 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
     if master is not None:
         builder = builder.master(master)
     configuration = _configuration(settings, master)
+    if is_local(master):
+        # Read by the JVM as it starts: every local endpoint on loopback from the first one
+        # (and no warning that the host name resolves to a loopback address).
+        os.environ.setdefault("SPARK_LOCAL_IP", _LOOPBACK)
     if master is None:  # spark-submit: its --conf wins over our defaults
         submitted = SparkConf()
         configuration = {

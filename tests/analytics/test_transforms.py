@@ -65,6 +65,62 @@ def test_gtid_high_per_source(spark: SparkSession) -> None:
     assertDataFrameEqual(df, expected)
 
 
+def test_gtid_high_raw_plain_groups_and_the_rest(spark: SparkSession) -> None:
+    """Plain groups take the shortcut; everything else must give what the expressions give."""
+    texts = [
+        f"{U1}:1-5:7",  # plain: the last number
+        f"{U1}:12",
+        f"{U2}:3-40",  # plain, another UUID: none of U1
+        f"  {U1.upper()}:12  ",  # case and blanks: the expressions
+        f"{U1}:1-5,{U2}:3-40",  # two groups
+        f"{U1}:1-5:tg:3-4:9",  # tagged
+        f"{U1}:0",  # GNO 0 is no transaction
+        "0-1-10",  # MariaDB
+        None,
+        "",
+    ]
+    columns = [("u1", U1), ("u2", U2), ("tg", f"{U1}:tg"), ("d0", "0")]
+    df = _gtid_frame(spark, texts).select(  # type: ignore[attr-defined]
+        "id", *[transforms.gtid_high_raw(F.col("text"), s).alias(name) for name, s in columns]
+    )
+    out = struct(("id", LongType()), *[(name, LongType()) for name, _s in columns])
+    expected = frame(
+        spark,
+        out,
+        [
+            {"id": 0, "u1": 7},
+            {"id": 1, "u1": 12},
+            {"id": 2, "u2": 40},
+            {"id": 3, "u1": 12},
+            {"id": 4, "u1": 5, "u2": 40},
+            {"id": 5, "u1": 5, "tg": 9},
+            {"id": 6},
+            {"id": 7, "d0": 10},
+            {"id": 8},
+            {"id": 9},
+        ],
+    )
+    assertDataFrameEqual(df, expected)
+
+
+def test_gtid_source_representative(spark: SparkSession) -> None:
+    texts = [f"{U1}:1-5:7", f"{U1}:1-5,{U2}:7", f"{U1}:tg:3", None]
+    df = _gtid_frame(spark, texts).select(  # type: ignore[attr-defined]
+        "id", transforms.gtid_source_representative(F.col("text")).alias("text")
+    )
+    expected = frame(
+        spark,
+        struct(("id", LongType()), ("text", StringType())),
+        [
+            {"id": 0, "text": f"{U1}:1"},
+            {"id": 1, "text": f"{U1}:1-5,{U2}:7"},
+            {"id": 2, "text": f"{U1}:tg:3"},
+            {"id": 3, "text": None},
+        ],
+    )
+    assertDataFrameEqual(df, expected)
+
+
 def test_gtid_sources_of(spark: SparkSession) -> None:
     texts = [f"{U1}:1-5:tg:3-4:9,\n{U2.upper()}:7", f"{U2}:tg:2-6", "0-1-10,2-3-4", None, "x"]
     clean = transforms.clean_gtid_text(F.col("text"))
