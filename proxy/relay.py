@@ -183,6 +183,16 @@ def _lenenc_value(payload: bytes) -> int:
     return int.from_bytes(payload[1:end], "little")
 
 
+def _splice(parts: list[bytes] | None, kept: bytes, inserted: bytes) -> list[bytes]:
+    """``parts`` (started at the first change to a chunk), then the bytes passed unchanged up to
+    the change, then what the change inserts there."""
+    if parts is None:
+        parts = []
+    parts.append(kept)
+    parts.append(inserted)
+    return parts
+
+
 class ResponseRelay:
     """Relays one response from a backend connection to a sink (see the module docstring).
 
@@ -368,10 +378,9 @@ class ResponseRelay:
                         self._after = False
                         if self._eof_after:
                             self._eof_after = False
-                            if parts is None:
-                                parts = []
-                            parts.append(data[region:pos])
-                            parts.append(self._frame_eof(self.last_seq + 1))
+                            parts = _splice(
+                                parts, data[region:pos], self._frame_eof(self.last_seq + 1)
+                            )
                             delta += 1
                             region = pos
                         if state == _DONE:
@@ -385,10 +394,11 @@ class ResponseRelay:
                     # Passed through without looking inside: continuation packets and
                     # column/parameter definitions (counted).
                     if delta:
-                        if parts is None:
-                            parts = []
-                        parts.append(data[region:pos])
-                        parts.append(_HEADER.pack(length | ((seq + delta) & 0xFF) << 24))
+                        parts = _splice(
+                            parts,
+                            data[region:pos],
+                            _HEADER.pack(length | ((seq + delta) & 0xFF) << 24),
+                        )
                         region = pos + 4
                     self.last_seq = (seq + delta) & 0xFF
                     pos += 4
@@ -409,10 +419,9 @@ class ResponseRelay:
                                 self._after = False
                                 if self._eof_after:
                                     self._eof_after = False
-                                    if parts is None:
-                                        parts = []
-                                    parts.append(data[region:pos])
-                                    parts.append(self._frame_eof(self.last_seq + 1))
+                                    parts = _splice(
+                                        parts, data[region:pos], self._frame_eof(self.last_seq + 1)
+                                    )
                                     delta += 1
                                     region = pos
                                 if state == _DONE:
@@ -437,10 +446,9 @@ class ResponseRelay:
                                 and _ok_status(payload)[0] & _CURSOR_EXISTS
                             )
                             if not cursor:
-                                if parts is None:
-                                    parts = []
-                                parts.append(data[region:pos])
-                                parts.append(self._frame_eof(seq + delta))
+                                parts = _splice(
+                                    parts, data[region:pos], self._frame_eof(seq + delta)
+                                )
                                 delta += 1
                                 region = pos
                         rep = self._terminator(payload) if first == 0xFE else self._err(payload)
@@ -448,17 +456,15 @@ class ResponseRelay:
                     else:
                         if self._pending_eof:
                             self._pending_eof = False
-                            if parts is None:
-                                parts = []
-                            parts.append(data[region:pos])
-                            parts.append(self._frame_eof(seq + delta))
+                            parts = _splice(parts, data[region:pos], self._frame_eof(seq + delta))
                             delta += 1
                             region = pos
                         if delta:
-                            if parts is None:
-                                parts = []
-                            parts.append(data[region:pos])
-                            parts.append(_HEADER.pack(length | ((seq + delta) & 0xFF) << 24))
+                            parts = _splice(
+                                parts,
+                                data[region:pos],
+                                _HEADER.pack(length | ((seq + delta) & 0xFF) << 24),
+                            )
                             region = pos + 4
                         self.last_seq = (seq + delta) & 0xFF
                         cont = length == _MAX
@@ -483,18 +489,20 @@ class ResponseRelay:
                     region = end
                     delta -= 1
                 elif rep is not None:
-                    if parts is None:
-                        parts = []
-                    parts.append(data[region:pos])
-                    parts.append(_HEADER.pack(len(rep) | ((seq + delta) & 0xFF) << 24) + rep)
+                    parts = _splice(
+                        parts,
+                        data[region:pos],
+                        _HEADER.pack(len(rep) | ((seq + delta) & 0xFF) << 24) + rep,
+                    )
                     self.last_seq = (seq + delta) & 0xFF
                     region = end
                 else:
                     if delta:
-                        if parts is None:
-                            parts = []
-                        parts.append(data[region:pos])
-                        parts.append(_HEADER.pack(length | ((seq + delta) & 0xFF) << 24))
+                        parts = _splice(
+                            parts,
+                            data[region:pos],
+                            _HEADER.pack(length | ((seq + delta) & 0xFF) << 24),
+                        )
                         region = pos + 4
                     self.last_seq = (seq + delta) & 0xFF
                 pos = end
