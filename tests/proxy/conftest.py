@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 import socket
+import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -123,3 +125,18 @@ def level_replicas(proxy: ProxyThread) -> None:
             knowledge.record_lag(name, 0.0)
 
     proxy.run(level)
+
+
+def mariadb_client(
+    proxy: ProxyThread, script: str, database: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` with the ``mariadb`` command-line client through the proxy, as ``app``, in
+    batch mode without column names (skips the test when the client is not installed)."""
+    binary = shutil.which("mariadb")
+    if binary is None:
+        pytest.skip("the mariadb client is not installed")
+    command = [binary, "-h", "127.0.0.1", "-P", str(proxy.port), "-u", "app", "-papp-secret"]
+    if database is not None:
+        command += ["-D", database]
+    command += ["--batch", "--skip-column-names", "-e", script]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)

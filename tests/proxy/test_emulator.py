@@ -4,8 +4,6 @@ emulated server as the primary, with PyMySQL."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +15,7 @@ from consistent.emulator.replication.threaded import TopologyThread
 from proxy.config import parse
 from proxy.testing import ProxyThread
 
-from .conftest import USERS, connect
+from .conftest import USERS, connect, mariadb_client
 
 LAG = 0.02
 
@@ -80,9 +78,6 @@ def test_read_your_writes_through_lagging_emulated_replicas(
 
 
 def test_the_mariadb_client_through_the_proxy_to_the_emulator(proxy: ProxyThread) -> None:
-    binary = shutil.which("mariadb")
-    if binary is None:
-        pytest.skip("the mariadb client is not installed")
     script = (
         "CREATE DATABASE IF NOT EXISTS cli; USE cli;"
         "CREATE TABLE IF NOT EXISTS t (a INT PRIMARY KEY);"
@@ -90,26 +85,7 @@ def test_the_mariadb_client_through_the_proxy_to_the_emulator(proxy: ProxyThread
         "SELECT COUNT(*) FROM t;"
         "SELECT @@consistent_token;"
     )
-    result = subprocess.run(
-        [
-            binary,
-            "-h",
-            "127.0.0.1",
-            "-P",
-            str(proxy.port),
-            "-u",
-            "app",
-            "-papp-secret",
-            "--batch",
-            "--skip-column-names",
-            "-e",
-            script,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    result = mariadb_client(proxy, script)
     assert result.returncode == 0, result.stderr
     count, token = result.stdout.splitlines()
     assert count == "2"

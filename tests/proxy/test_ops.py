@@ -25,7 +25,7 @@ from consistent.testing.pytest_plugin import CleanDatabase
 from proxy.config import parse
 from proxy.testing import ProxyThread
 
-from .conftest import ADMIN_TOKEN, connect, free_port, topology_config
+from .conftest import ADMIN_TOKEN, connect, free_port, mariadb_client, topology_config
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes", "on"}
@@ -209,9 +209,6 @@ def test_the_proxy_process_reloads_on_sighup_and_drains_on_sigterm(
 def test_the_mariadb_command_line_client(
     proxy: ProxyThread, mariadb_database: CleanDatabase, mariadb_topology: MariaDBTopology
 ) -> None:
-    binary = shutil.which("mariadb")
-    if binary is None:
-        pytest.skip("the mariadb client is not installed")
     script = (
         "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(10));"
         "INSERT INTO t VALUES (1, 'one'), (2, 'two');"
@@ -219,28 +216,7 @@ def test_the_mariadb_command_line_client(
         "SELECT @@port;"
         "SELECT @@consistent_level;"
     )
-    result = subprocess.run(
-        [
-            binary,
-            "-h",
-            "127.0.0.1",
-            "-P",
-            str(proxy.port),
-            "-u",
-            "app",
-            "-papp-secret",
-            "-D",
-            mariadb_database.name,
-            "--batch",
-            "--skip-column-names",
-            "-e",
-            script,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    result = mariadb_client(proxy, script, mariadb_database.name)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:2] == ["1\tone", "2\ttwo"]
