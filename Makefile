@@ -4,9 +4,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+NATIVE := $(VENV)/.native
 PYTEST_ARGS ?=
 
-.PHONY: all venv system-deps demo lint format test test-fast test-sqlalchemy bench clean
+.PHONY: all venv native clean-native system-deps demo lint format test test-fast test-sqlalchemy \
+	bench clean
 
 all: test
 
@@ -18,12 +20,25 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The proxy's per-query path compiled to C extensions with mypyc (consistent/native.py lists
+# the modules); rebuilt whenever a proxy source changes.  `make clean-native` runs from source.
+$(NATIVE): $(STAMP) $(wildcard proxy/*.py) consistent/native.py scripts/compile.py
+	@bash scripts/ensure-system-packages.sh --compiler
+	$(PY) scripts/compile.py
+	@touch $(NATIVE)
+
+native: $(NATIVE)
+
+clean-native:
+	@test ! -x $(PY) || $(PY) scripts/compile.py --clean
+	rm -f $(NATIVE)
+
 # Real servers the suite runs against, from Debian's packages (we run as root on CI).
 system-deps:
 	@bash scripts/ensure-system-packages.sh
 
 # The whole product on the embedded emulator: topology, proxy, workload, staleness report.
-demo: venv
+demo: venv native
 	@bash scripts/ensure-system-packages.sh --java
 	$(VENV)/bin/consistent demo $(DEMO_ARGS)
 
@@ -36,22 +51,22 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: venv system-deps lint
+test: venv system-deps native lint
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # Pure tests only: no real servers.
-test-fast: venv
+test-fast: venv native
 	$(VENV)/bin/pytest -m "not mariadb" $(PYTEST_ARGS)
 
 # SQLAlchemy's dialect compliance suite on real MariaDB, mysql+consistent beside mysql+pymysql.
-test-sqlalchemy: venv system-deps
+test-sqlalchemy: venv system-deps native
 	$(PY) tests/sqlalchemy_compliance/run.py
 
 # Every bench/ script: out/bench/results.json plus one table (about 10-15 min on 2 cores).
 # BENCH_ARGS=--full for the issues' full sizes; BENCH_ARGS="--only gtid classify" for a subset.
 BENCH_ARGS ?=
-bench: venv system-deps
+bench: venv system-deps native
 	$(PY) bench/suite.py $(BENCH_ARGS)
 
-clean:
+clean: clean-native
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -17,7 +17,8 @@ Every forwarder and proxy is started once; each round measures every target in t
 the ratios of one round are measured side by side (the machine is shared: compare ratios, not
 absolute figures).  It prints QPS, the ratios to MariaDB directly and to the uvloop forwarder,
 the median and 95th percentile latency and what each layer adds to them, and each forwarder's
-CPU time per query (the round with the median QPS per target; the ratio of every round).
+CPU time per query (the round with the median QPS per target), then the headline: our proxy
+over the uvloop forwarder, the median of the ratios measured within each round.
 ``--json PATH`` writes the same figures, per round too, as one JSON object.
 ``--profile`` samples our proxy with py-spy during one more run and prints where the time goes;
 ``--pipeline`` measures a write-then-read loop with the wait pipelined with the read and
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import importlib
 import json
 import os
 import re
@@ -46,10 +48,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from consistent.native import COMPILED, is_compiled  # noqa: E402
 from consistent.testing.mariadb import MariaDBTopology, start_topology  # noqa: E402
 
 PYTHON = sys.executable
 USER, PASSWORD = "bench", "bench-secret"
+
+
+def proxy_build() -> str:
+    """How the proxy's modules run here: compiled by mypyc (``make native``) or from source."""
+    compiled = [name for name in COMPILED if is_compiled(importlib.import_module(name))]
+    if len(compiled) == len(COMPILED):
+        return f"compiled with mypyc ({len(compiled)} modules)"
+    if compiled:
+        return f"partly compiled ({len(compiled)} of {len(COMPILED)} modules)"
+    return "interpreted (run `make native` to compile)"
 
 
 def free_port() -> int:
@@ -222,6 +235,7 @@ def profile(
                 "-o",
                 raw.name,
                 "--nonblocking",
+                *(["--native"] if is_compiled(importlib.import_module("proxy.session")) else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -328,7 +342,8 @@ def run(topology: MariaDBTopology, args: argparse.Namespace) -> int:
     topology.wait_for_all(60)
     print(
         f"sysbench oltp_point_select, {args.threads} threads, {args.seconds} s per target, "
-        f"{args.rounds} round(s), {os.cpu_count()} cores shared by everything\n"
+        f"{args.rounds} round(s), {os.cpu_count()} cores shared by everything; "
+        f"our proxy: {proxy_build()}\n"
     )
     sysbench(direct, argparse.Namespace(**{**vars(args), "seconds": 2}))  # warm the buffer pool
     tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
@@ -352,7 +367,7 @@ def run(topology: MariaDBTopology, args: argparse.Namespace) -> int:
     results = median_results(rounds)
     print_table(results)
     print()
-    print_ratio(results)
+    print_summary(rounds, results)
     if args.json is not None:
         write_json(args.json, args, rounds, results, profiled)
     if args.pipeline:
@@ -419,6 +434,30 @@ def print_ratio(results: dict[str, Result]) -> None:
         print(f"our proxy / uvloop forwarder: {value:.2f}x (target >= 0.85x)")
 
 
+def paired_ratio(rounds: list[dict[str, Result]]) -> float | None:
+    """The median over rounds of the ratio measured within each round (side by side): the
+    machine's load moves between rounds, so a round's two figures belong together."""
+    values = [v for v in (ratio(r) for r in rounds) if v is not None]
+    return statistics.median(values) if values else None
+
+
+def print_summary(rounds: list[dict[str, Result]], results: dict[str, Result]) -> None:
+    value = paired_ratio(rounds)
+    if value is None:
+        return
+    if len(rounds) == 1:
+        print(f"our proxy / uvloop forwarder: {value:.2f}x (target >= 0.85x)")
+        return
+    each = ", ".join(f"{v:.2f}" for v in (ratio(r) for r in rounds) if v is not None)
+    of_medians = ratio(results)
+    print(
+        f"our proxy / uvloop forwarder: {value:.2f}x, the median of {len(rounds)} side-by-side "
+        f"rounds ({each}; target >= 0.85x)"
+    )
+    if of_medians is not None:
+        print(f"  (median QPS of each over the rounds: {of_medians:.2f}x)")
+
+
 def print_table(results: dict[str, Result]) -> None:
     base = results["MariaDB directly"]
     ceiling = results.get("uvloop forwarder")
@@ -462,18 +501,23 @@ def write_json(
     results: dict[str, Result],
     profiled: list[tuple[str, float]],
 ) -> None:
-    value = ratio(results)
+    value = paired_ratio(rounds)
+    of_medians = ratio(results)
     document = {
         "benchmark": "sysbench oltp_point_select",
         "threads": args.threads,
         "seconds": args.seconds,
         "rounds": args.rounds,
         "cores": os.cpu_count(),
+        "proxy_build": proxy_build(),
         "targets": figures(results),
         "proxy_vs_uvloop_forwarder": round(value, 3) if value is not None else None,
         "proxy_vs_uvloop_forwarder_per_round": [
             round(v, 3) for v in (ratio(r) for r in rounds) if v is not None
         ],
+        "proxy_vs_uvloop_forwarder_of_median_qps": (
+            round(of_medians, 3) if of_medians is not None else None
+        ),
         "proxy_vs_uvloop_forwarder_target": 0.85,
         "per_round": [figures(r) for r in rounds],
         "profile_self_share": [{"function": f, "share": round(s, 4)} for f, s in profiled],

@@ -364,7 +364,7 @@ def proxy_rows(figures: Figures) -> list[Row]:
         out.append(
             Row(
                 area,
-                "our proxy (primary only) / uvloop forwarder QPS"
+                "our proxy (primary only) / uvloop forwarder QPS, median of rounds"
                 + (f" (target >= {goal}x)" if goal is not None else ""),
                 ratio(number(figures, "proxy_vs_uvloop_forwarder")),
                 "rounds: " + " ".join(ratio(float(r)) for r in rounds) if rounds else "",

@@ -25,3 +25,7 @@ Modules, from the socket up:
 ``testing``        a proxy on a background thread, for tests and benches
 =================  ========================================================================
 """
+
+from consistent.native import require_fresh
+
+require_fresh(__name__)

@@ -143,8 +143,8 @@ class BackendConnection(PacketEndpoint):
 
     def submit_many(self, items: list[tuple[bytes, ResponseRelay]]) -> None:
         """Send several commands in one write (pipelining); responses come back in order."""
-        self._pending.extend(relay for _data, relay in items)
-        self.write(b"".join(data for data, _relay in items))
+        self._pending.extend([relay for _data, relay in items])
+        self.write(b"".join([data for data, _relay in items]))
 
     def _on_data(self, data: bytes) -> None:
         pending = self._pending
@@ -269,8 +269,9 @@ class BackendServer:
                     address.host,
                     address.port,
                 )
-        except (OSError, TimeoutError) as e:
-            raise BackendUnavailable(address.name, str(e) or type(e).__name__) from e
+        except (OSError, TimeoutError) as failure:
+            reason = str(failure) or type(failure).__name__
+            raise BackendUnavailable(address.name, reason) from failure
         self.open_connections += 1
         conn.on_released = self._closed
         try:
@@ -286,12 +287,12 @@ class BackendServer:
                 server_hostname=address.host if self.tls_context is not None else None,
                 timeout=self.connect_timeout,
             )
-        except BackendLoginError as e:
+        except BackendLoginError as refused:
             conn.abort()
-            raise BackendUnavailable(address.name, e.msg, login_error=e) from e
-        except (*_CONNECT_ERRORS, ssl.SSLError) as e:
+            raise BackendUnavailable(address.name, refused.msg, login_error=refused) from refused
+        except (*_CONNECT_ERRORS, ssl.SSLError) as lost:
             conn.abort()
-            raise BackendUnavailable(address.name, str(e) or type(e).__name__) from e
+            raise BackendUnavailable(address.name, str(lost) or type(lost).__name__) from lost
         except BaseException:
             conn.abort()
             raise

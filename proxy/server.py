@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from consistent.flavors import Flavor, detect_flavor, flavor_by_name
@@ -178,9 +179,11 @@ class ProxyServer:
     @property
     def port(self) -> int:
         """The TCP port clients connect to."""
-        if self._listener is None or not self._listener.sockets:
+        listener: object = self._listener
+        sockets: Sequence[socket.socket] = getattr(listener, "sockets", None) or ()
+        if not sockets:
             raise RuntimeError("the proxy is not listening")
-        return int(self._listener.sockets[0].getsockname()[1])
+        return int(sockets[0].getsockname()[1])
 
     async def start(self) -> None:
         """Start monitors, learn the flavour, listen."""
@@ -391,19 +394,19 @@ class ProxyServer:
                 require_tls=config.tls is not None and config.tls.require,
                 timeout=config.connect_timeout,
             )
-        except AccessDenied as e:
+        except AccessDenied as denied:
             self._metrics.auth_failures += 1
-            logger.info("login refused from %s: %s", host, e.msg)
+            logger.info("login refused from %s: %s", host, denied.msg)
             ep.close()
             await ep.wait_closed(5.0)
             return
-        except (ConnectionClosed, TimeoutError, OSError, ssl.SSLError) as e:
-            logger.debug("client %s went away during login: %r", host, e)
+        except (ConnectionClosed, TimeoutError, OSError, ssl.SSLError) as lost:
+            logger.debug("client %s went away during login: %r", host, lost)
             ep.abort()
             return
-        except Exception as e:  # malformed handshake and the like: this client only
+        except Exception as failure:  # malformed handshake and the like: this client only
             self._metrics.client_protocol_errors += 1
-            logger.info("bad handshake from %s: %s", host, e)
+            logger.info("bad handshake from %s: %s", host, failure)
             ep.abort()
             return
         finally:

@@ -55,7 +55,6 @@ from consistent.protocol import (
 )
 from consistent.protocol.constants import Command
 from proxy.backends import BackendConnection
-from proxy.clientio import ClientInput
 from proxy.intercept import Intercept, parse_intercept, parse_kill, single_value_result
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay, discard, parse_response
 from proxy.sessionbase import (
@@ -91,7 +90,7 @@ _WAIT_OUTCOMES: Final = {
 }
 
 
-class Session(ClientInput, SlowPath):
+class Session(SlowPath):
     """One authenticated client (see the module docstring)."""
 
     def _command(self, raw: bytes, payload: bytes, reply_seq: int) -> None:

@@ -1,9 +1,10 @@
 """The state every part of a client session shares, its lifecycle and its replies.
 
-A session is assembled from three parts that work on this state: :mod:`proxy.clientio` (the
-client's byte stream), :mod:`proxy.slowpath` (everything that must await: backend connections,
-waits, resets) and :mod:`proxy.session` (commands, routing, completion).  The methods each part
-provides to the others are declared here.
+A session is assembled from three parts that work on this state, one class deriving from the
+next (a single line of inheritance, which mypyc's compiled classes need):
+:mod:`proxy.clientio` (the client's byte stream), :mod:`proxy.slowpath` (everything that must
+await: backend connections, waits, resets) and :mod:`proxy.session` (commands, routing,
+completion).  The methods each part provides to the others are declared here.
 """
 
 from __future__ import annotations
@@ -414,7 +415,7 @@ class SessionBase:
     def _wait_outcome(self, result: QueryResult) -> WaitOutcome:
         raise NotImplementedError
 
-    # ----------------------------------------------------------------- defined by the mixins
+    # ------------------------------------------------------------ defined by the other parts
 
     def _pump(self) -> None:
         raise NotImplementedError

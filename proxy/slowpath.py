@@ -31,6 +31,7 @@ from consistent.protocol import (
 )
 from consistent.protocol.constants import Capability
 from proxy.backends import BackendConnection, BackendUnavailable, Credentials
+from proxy.clientio import ClientInput
 from proxy.handshake import (
     BACKEND_CAPABILITIES,
     MIRRORED_CAPABILITIES,
@@ -44,7 +45,6 @@ from proxy.sessionbase import (
     WAIT_SOCKET_MARGIN,
     Broken,
     ReplayFailed,
-    SessionBase,
 )
 from proxy.statements import PreparedStatement
 from proxy.stream import ConnectionClosed, frame_command
@@ -58,7 +58,7 @@ _EXECUTE: Final = Action.EXECUTE
 _TRACKING_ALL: Final = Tracking.ALL
 
 
-class SlowPath(SessionBase):
+class SlowPath(ClientInput):
     """The awaiting part of a session (see the module docstring)."""
 
     def _ready_conn(self, target: str) -> BackendConnection | None:
@@ -167,11 +167,11 @@ class SlowPath(SessionBase):
     async def _slow_direct(self, target: str, client_stmt_id: int | None) -> None:
         try:
             conn = await self._connect_ready(target)
-        except BackendUnavailable as e:
-            self._unavailable(e)
+        except BackendUnavailable as down:
+            self._unavailable(down)
             return
-        except Broken as e:
-            self._broken_now(str(e))
+        except Broken as broken:
+            self._broken_now(str(broken))
             return
         self._send_direct(conn, client_stmt_id)
 
@@ -182,13 +182,13 @@ class SlowPath(SessionBase):
             await self._slow_steps(d)
         except asyncio.CancelledError:
             raise
-        except Broken as e:
-            self._broken_now(str(e))
-        except BackendUnavailable as e:
-            self._unavailable(e)
-        except (ConnectionClosed, TimeoutError) as e:
+        except Broken as broken:
+            self._broken_now(str(broken))
+        except BackendUnavailable as down:
+            self._unavailable(down)
+        except (ConnectionClosed, TimeoutError) as lost:
             self._reply_err(
-                CR_SERVER_LOST, "HY000", f"Lost connection to a backend: {e}", self._reply_seq
+                CR_SERVER_LOST, "HY000", f"Lost connection to a backend: {lost}", self._reply_seq
             )
         except Exception:
             logger.exception("session %d: command failed", self.id)

@@ -164,7 +164,7 @@ class PacketEndpoint(asyncio.BufferedProtocol):
         if len(fragments) == 1:
             payload, raw = body, fragments[0]
         else:
-            payload = b"".join(f[HEADER_SIZE:] for f in fragments)
+            payload = b"".join([f[HEADER_SIZE:] for f in fragments])
             raw = b"".join(fragments)
         self._packets.append((seq, payload, raw))
         # Read nothing more until this packet is consumed: what follows may belong to
@@ -257,7 +257,7 @@ class PacketEndpoint(asyncio.BufferedProtocol):
         partial = bytes(self._head[: self._head_have])
         if self._head_have == HEADER_SIZE:
             partial += bytes(self._body[: self._body_have])
-        leftover = b"".join(raw for _seq, _payload, raw in self._packets)
+        leftover = b"".join([raw for _seq, _payload, raw in self._packets])
         leftover += b"".join(self._fragments) + partial
         self._packets.clear()
         self._fragments = []

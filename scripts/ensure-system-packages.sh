@@ -5,10 +5,15 @@ set -euo pipefail
 
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
 
-# `--java`: only the Java runtime (what `make demo` needs beside .venv).
+# `--java`: only the Java runtime (what `make demo` needs beside .venv);
+# `--compiler`: only the C compiler that builds the proxy's compiled modules (`make native`).
+mode="${1:-all}"
 missing=()
-have java || missing+=(default-jre-headless)   # PySpark: analytics and the demo
-if [ "${1:-}" != "--java" ]; then
+if [ "$mode" != "--compiler" ]; then
+    have java || missing+=(default-jre-headless)   # PySpark: analytics and the demo
+fi
+have cc || have gcc || missing+=(gcc)   # mypyc's C extensions (scripts/compile.py)
+if [ "$mode" = "all" ]; then
     have mariadbd || missing+=(mariadb-server)
     have mariadb || missing+=(mariadb-client)
     have sysbench || missing+=(sysbench)   # proxy tests and bench/proxy.py
@@ -36,8 +41,11 @@ if command -v service >/dev/null 2>&1; then
     $SUDO service mariadb stop >/dev/null 2>&1 || true
     $SUDO service haproxy stop >/dev/null 2>&1 || true
 fi
-have java || { echo "ERROR: java still not found after installing default-jre-headless." >&2; exit 1; }
-[ "${1:-}" = "--java" ] || have mariadbd || {
+[ "$mode" = "--compiler" ] || have java || {
+    echo "ERROR: java still not found after installing default-jre-headless." >&2
+    exit 1
+}
+[ "$mode" != "all" ] || have mariadbd || {
     echo "ERROR: mariadbd still not found after installing mariadb-server." >&2
     exit 1
 }
