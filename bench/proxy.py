@@ -11,7 +11,8 @@ Targets, all on this machine (client, server and forwarder share its cores):
 * our proxy, primary only (like for like with the forwarders); again with backends asked for
   CLIENT_DEPRECATE_EOF only when the client does (sysbench's libmariadb does not, so the
   default configuration translates every result set's EOFs); then with two replicas (reads
-  routed to them and tracked).
+  routed to them and tracked); and, when its modules are compiled (``make native``), primary
+  only again from a copy of the sources without them, to show what compiling buys.
 
 Every forwarder and proxy is started once; each round measures every target in turn, so that
 the ratios of one round are measured side by side (the machine is shared: compare ratios, not
@@ -219,6 +220,7 @@ def profile(
         print("py-spy is not installed: no profile")
         return []
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    native = is_compiled(importlib.import_module("proxy.session"))
     with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
         recorder = subprocess.Popen(
             [
@@ -234,8 +236,9 @@ def profile(
                 "raw",
                 "-o",
                 raw.name,
-                "--nonblocking",
-                *(["--native"] if is_compiled(importlib.import_module("proxy.session")) else []),
+                # Compiled modules are C frames: py-spy sees them with --native, which
+                # must pause the process for each sample (no --nonblocking).
+                *(["--native"] if native else ["--nonblocking"]),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -382,6 +385,7 @@ VARIANTS: list[tuple[str, bool, dict[str, str]]] = [
     ("  same, EOFs as the client's", False, {"backend_deprecate_eof": "false"}),
     ("our proxy (+2 replicas)", True, {}),
 ]
+FROM_SOURCE = "  same, from source"
 
 
 def start_targets(
@@ -410,7 +414,32 @@ def start_targets(
         command = [PYTHON, "-m", "proxy", "--config", str(config)]
         proc = stack.enter_context(process(command, port, cwd=ROOT))
         targets.append(Target(label, port, USER, PASSWORD, proc.pid))
+    if is_compiled(importlib.import_module("proxy.session")):
+        port = free_port()
+        config = tmp / "proxy-source.toml"
+        config.write_text(proxy_config(topology, port, False))
+        source = source_tree(tmp / "source")
+        command = [PYTHON, "-m", "proxy", "--config", str(config)]
+        env = {**os.environ, "PYTHONPATH": str(source)}
+        proc = stack.enter_context(process(command, port, cwd=source, env=env))
+        targets.append(Target(FROM_SOURCE, port, USER, PASSWORD, proc.pid))
     return targets
+
+
+def source_tree(path: Path) -> Path:
+    """A copy of the packages without their compiled modules: the proxy from source, side by
+    side with the compiled one (``PYTHONPATH`` comes before the editable install)."""
+    skip = shutil.ignore_patterns("*.so", "__pycache__")
+    for package in ("consistent", "proxy"):
+        shutil.copytree(ROOT / package, path / package, ignore=skip)
+    check = "import proxy.session as m, consistent.native as n; print(n.is_compiled(m))"
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    answer = subprocess.run(
+        [PYTHON, "-c", check], cwd=path, env=env, capture_output=True, text=True, check=True
+    )
+    if answer.stdout.strip() != "False":
+        raise RuntimeError(f"the source copy in {path} still imports compiled modules")
+    return path
 
 
 def median_results(rounds: list[dict[str, Result]]) -> dict[str, Result]:
