@@ -7,8 +7,9 @@ changes: the same source runs interpreted when no compiled module is there, as a
 ``make clean-native`` or on a machine without a C compiler.
 
 A compiled module that is older than its source is stale: importing it would run code that
-no longer exists.  :func:`require_fresh`, called by each package that has compiled modules,
-refuses that with :class:`StaleNativeModule`, which says how to rebuild.
+no longer exists.  So is one left by an earlier build for a module no longer compiled.
+:func:`require_fresh`, called by each package that has compiled modules, refuses both with
+:class:`StaleNativeModule`, which says how to rebuild.
 """
 
 from __future__ import annotations
@@ -63,29 +64,39 @@ def source_path(root: Path, module: str) -> Path:
     return root.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def _extensions(root: Path, module: str) -> Iterator[Path]:
-    source = source_path(root, module)
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        candidate = source.with_name(source.stem + suffix)
-        if candidate.exists():
-            yield candidate
+def _extensions(directory: Path) -> Iterator[tuple[Path, str]]:
+    """Every compiled module under ``directory``, with its file name less the suffix."""
+    suffixes = sorted(importlib.machinery.EXTENSION_SUFFIXES, key=len, reverse=True)
+    for path in sorted(directory.rglob("*")):
+        for suffix in suffixes:  # the longest first: ".so" ends them all
+            if path.name.endswith(suffix):
+                yield path, path.name[: -len(suffix)]
+                break
+
+
+def _packages() -> list[str]:
+    return sorted({name.split(".")[0] for name in COMPILED})
 
 
 def compiled_files(root: Path) -> list[Path]:
-    """Every compiled module of :data:`COMPILED` under ``root``, and mypyc's runtime."""
-    return [path for module in (*COMPILED, GROUP + "__mypyc") for path in _extensions(root, module)]
+    """Every compiled module in the packages of :data:`COMPILED` under ``root``, their shared
+    library included, whether or not the module is still listed."""
+    return [path for package in _packages() for path, _stem in _extensions(root / package)]
 
 
 def stale_modules(root: Path, package: str) -> list[str]:
-    """The modules of ``package`` whose compiled file is older than their source."""
+    """The compiled modules of ``package`` that must not be imported: older than their source,
+    or no longer listed in :data:`COMPILED` (left by an earlier build)."""
     stale = []
-    for module in COMPILED:
-        if not module.startswith(package + "."):
+    shared = GROUP.rpartition(".")[2] + "__mypyc"
+    for path, stem in _extensions(root / package):
+        module = ".".join((*path.parent.relative_to(root).parts, stem))
+        source = path.with_name(stem + ".py")
+        if stem == shared and path.parent == root / package:
             continue
-        source = source_path(root, module)
-        for extension in _extensions(root, module):
-            if source.stat().st_mtime > extension.stat().st_mtime:
-                stale.append(module)
+        unlisted = module not in COMPILED or not source.exists()
+        if unlisted or source.stat().st_mtime > path.stat().st_mtime:
+            stale.append(module)
     return stale
 
 
@@ -94,8 +105,9 @@ def require_fresh(package: str, root: Path = _ROOT) -> None:
     stale = stale_modules(root, package)
     if stale:
         raise StaleNativeModule(
-            f"compiled module(s) older than their source: {', '.join(stale)}; rebuild them "
-            "with `make native` (or remove them with `make clean-native` to run from source)"
+            f"compiled module(s) older than their source or no longer compiled: "
+            f"{', '.join(stale)}; rebuild with `make native` (or remove them with "
+            "`make clean-native` to run from source)"
         )
 
 

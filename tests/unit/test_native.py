@@ -60,6 +60,15 @@ def test_a_compiled_module_newer_than_its_source_is_fresh(tmp_path: Path) -> Non
     require_fresh("proxy", root)
 
 
+def test_a_compiled_module_no_longer_listed_is_stale(tmp_path: Path) -> None:
+    root = _tree(tmp_path, source_mtime=1_000_000, extension_mtime=2_000_000)
+    (root / "proxy" / "cli.py").write_text("x = 1\n")
+    (root / "proxy" / f"cli{SUFFIX}").write_bytes(b"\x7fELF")
+    (root / "proxy" / f"gone{SUFFIX}").write_bytes(b"\x7fELF")
+    assert "proxy.cli" not in COMPILED
+    assert stale_modules(root, "proxy") == ["proxy.cli", "proxy.gone"]
+
+
 def test_a_source_without_a_compiled_module_is_never_stale(tmp_path: Path) -> None:
     root = _tree(tmp_path, source_mtime=2_000_000, extension_mtime=1_000_000)
     (root / "proxy" / f"relay{SUFFIX}").unlink()
