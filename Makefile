@@ -20,9 +20,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# The proxy's per-query path compiled to C extensions with mypyc (consistent/native.py lists
-# the modules); rebuilt whenever a proxy source changes.  `make clean-native` runs from source.
-$(NATIVE): $(STAMP) $(wildcard proxy/*.py) consistent/native.py scripts/compile.py
+# The per-statement path (routing policy, proxy) compiled to C extensions with mypyc
+# (consistent/native.py lists the modules); rebuilt whenever one of their packages' sources
+# changes.  `make clean-native` runs everything from source.
+$(NATIVE): $(STAMP) $(wildcard proxy/*.py consistent/policy/*.py) consistent/native.py \
+		scripts/compile.py
 	@bash scripts/ensure-system-packages.sh --compiler
 	$(PY) scripts/compile.py
 	@touch $(NATIVE)

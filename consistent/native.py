@@ -1,8 +1,8 @@
 """The modules compiled to C extensions with mypyc, and the check that each matches its source.
 
-The proxy's per-query path (framing, the response relay, the session's command handling) is
-ordinary typed Python; ``make`` compiles it with mypyc (``scripts/compile.py``) into C
-extensions that CPython imports in place of the ``.py`` files beside them.  Nothing else
+The per-statement path (the routing policy; the proxy's framing, response relay and command
+handling) is ordinary typed Python; ``make`` compiles it with mypyc (``scripts/compile.py``)
+into C extensions that CPython imports in place of the ``.py`` files beside them.  Nothing else
 changes: the same source runs interpreted when no compiled module is there, as after
 ``make clean-native`` or on a machine without a C compiler.
 
@@ -24,7 +24,7 @@ from consistent.errors import InterfaceError
 
 __all__ = [
     "COMPILED",
-    "GROUP",
+    "GROUPS",
     "StaleNativeModule",
     "compiled_files",
     "is_compiled",
@@ -37,6 +37,12 @@ __all__ = [
 #: calls on the per-query path belongs here; modules that subclass compiled classes must be
 #: compiled too (an interpreted class cannot inherit from a compiled one).
 COMPILED: Final[tuple[str, ...]] = (
+    "consistent.policy.decision",
+    "consistent.policy.knowledge",
+    "consistent.policy.replay",
+    "consistent.policy.selection",
+    "consistent.policy.states",
+    "consistent.policy.session",
     "proxy.stream",
     "proxy.relay",
     "proxy.statements",
@@ -49,9 +55,12 @@ COMPILED: Final[tuple[str, ...]] = (
     "proxy.server",
 )
 
-#: The compiled modules' group: mypyc puts their shared code in one library, the module
-#: ``proxy._native__mypyc``, inside the package so that it is found wherever ``proxy`` is.
-GROUP: Final = "proxy._native"
+#: The compiled modules' groups, by package: mypyc puts a group's shared code in one library,
+#: the module ``<group>__mypyc``, inside the package so that it is found wherever that is.
+GROUPS: Final[dict[str, str]] = {
+    "consistent.policy": "consistent.policy._native",
+    "proxy": "proxy._native",
+}
 _ROOT: Final = Path(__file__).resolve().parents[1]
 
 
@@ -74,25 +83,26 @@ def _extensions(directory: Path) -> Iterator[tuple[Path, str]]:
                 break
 
 
-def _packages() -> list[str]:
-    return sorted({name.split(".")[0] for name in COMPILED})
+def _directory(root: Path, package: str) -> Path:
+    return root.joinpath(*package.split("."))
 
 
 def compiled_files(root: Path) -> list[Path]:
-    """Every compiled module in the packages of :data:`COMPILED` under ``root``, their shared
-    library included, whether or not the module is still listed."""
-    return [path for package in _packages() for path, _stem in _extensions(root / package)]
+    """Every compiled module in the packages of :data:`GROUPS` under ``root``, their shared
+    libraries included, whether or not the module is still listed."""
+    return [path for package in GROUPS for path, _stem in _extensions(_directory(root, package))]
 
 
 def stale_modules(root: Path, package: str) -> list[str]:
     """The compiled modules of ``package`` that must not be imported: older than their source,
     or no longer listed in :data:`COMPILED` (left by an earlier build)."""
     stale = []
-    shared = GROUP.rpartition(".")[2] + "__mypyc"
-    for path, stem in _extensions(root / package):
+    directory = _directory(root, package)
+    shared = GROUPS[package].rpartition(".")[2] + "__mypyc"
+    for path, stem in _extensions(directory):
         module = ".".join((*path.parent.relative_to(root).parts, stem))
         source = path.with_name(stem + ".py")
-        if stem == shared and path.parent == root / package:
+        if stem == shared and path.parent == directory:
             continue
         unlisted = module not in COMPILED or not source.exists()
         if unlisted or source.stat().st_mtime > path.stat().st_mtime:

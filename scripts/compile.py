@@ -1,4 +1,4 @@
-"""Compile the proxy's hot path to C extensions with mypyc, next to their sources.
+"""Compile the per-statement path (routing policy, proxy) with mypyc, next to the sources.
 
     python scripts/compile.py           # build every module of consistent.native.COMPILED
     python scripts/compile.py --clean   # remove the compiled modules (run from source again)
@@ -6,7 +6,8 @@
 The modules are ordinary typed Python; mypyc turns them into C extensions that CPython
 imports instead of the ``.py`` files beside them.  ``consistent.native`` lists them and
 refuses to import a compiled module older than its source (see its docstring).  Without a
-C compiler the build fails with the compiler's message and everything still runs from source.
+C compiler the build fails with the compiler's message; with no compiled module there,
+everything runs from source.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from consistent.native import COMPILED, GROUP, compiled_files, source_path  # noqa: E402
+from consistent.native import COMPILED, GROUPS, compiled_files, source_path  # noqa: E402
 
 
 def clean() -> list[Path]:
@@ -41,13 +42,21 @@ def build(jobs: int) -> None:
     headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
     if not headers.exists():
         raise SystemExit(f"cannot compile: {headers} is missing (Debian: install python3-dev)")
-    sources = [str(source_path(ROOT, name).relative_to(ROOT)) for name in COMPILED]
+
+    def relative(name: str) -> str:
+        return str(source_path(ROOT, name).relative_to(ROOT))
+
+    # One group per package: its modules call each other natively and share one library.
+    groups = [
+        ([relative(name) for name in COMPILED if name.startswith(package + ".")], group)
+        for package, group in GROUPS.items()
+    ]
     os.chdir(ROOT)
     with tempfile.TemporaryDirectory(prefix="consistent-mypyc-") as scratch:
         extensions = mypycify(
-            sources,
+            [relative(name) for name in COMPILED],
             opt_level="3",
-            separate=[(sources, GROUP)],
+            separate=groups,
             target_dir=str(Path(scratch) / "c"),
         )
         distribution = Distribution({"name": "consistent-native", "ext_modules": extensions})

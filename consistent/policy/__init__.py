@@ -7,13 +7,17 @@ and the proxy drive the same machine; see :mod:`consistent.policy.session` for t
 
 from __future__ import annotations
 
-from consistent.policy.config import Level, OnTimeout, PolicyConfig, Tracking
-from consistent.policy.decision import PRIMARY, Action, Decision, Reason, WaitOutcome
-from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView, process_knowledge
-from consistent.policy.replay import SessionStateLog
-from consistent.policy.selection import rank_replicas
-from consistent.policy.session import END_TRANSACTION, READ_ONLY_BEGIN, SessionPolicy, Transaction
-from consistent.policy.states import FlavorName, format_token, parse_token
+from consistent.native import require_fresh
+
+require_fresh(__name__)  # before any module of this package, compiled or not, is imported
+
+from consistent.policy.config import Level, OnTimeout, PolicyConfig, Tracking  # noqa: E402
+from consistent.policy.decision import PRIMARY, Action, Decision, Reason, WaitOutcome  # noqa: E402
+from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView, process_knowledge  # noqa: E402
+from consistent.policy.replay import SessionStateLog  # noqa: E402
+from consistent.policy.selection import rank_replicas  # noqa: E402
+from consistent.policy.session import END_TRANSACTION, READ_ONLY_BEGIN, SessionPolicy, Transaction  # noqa: E402
+from consistent.policy.states import FlavorName, format_token, parse_token  # noqa: E402
 
 __all__ = [
     "END_TRANSACTION",

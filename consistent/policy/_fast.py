@@ -7,14 +7,19 @@ afterwards, a fraction of the time.  It takes every field positionally, in decla
 and applies no defaults and no ``__post_init__``, so it is only for classes without one.
 
 The constructor is compiled for the class (as :mod:`dataclasses` compiles ``__init__``): one
-straight-line call per slot, with no loop or argument tuple to walk per object.
+straight-line call per slot, with no loop or argument tuple to walk per object.  When the
+class's module is compiled by mypyc (:mod:`consistent.native`), its own constructor is already
+native, and the factory is the class itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from consistent.native import is_compiled
 
 __all__ = ["frozen_factory"]
 
@@ -23,6 +28,8 @@ T = TypeVar("T")
 
 def frozen_factory(cls: type[T]) -> Callable[..., T]:
     """A positional constructor for the frozen, slotted dataclass ``cls``."""
+    if is_compiled(sys.modules[cls.__module__]):
+        return cls  # a compiled class's constructor already sets its fields natively
     names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
     if getattr(cls, "__slots__", None) != names or hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} must be a slotted dataclass without __post_init__")

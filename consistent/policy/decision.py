@@ -13,15 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
+from consistent.classify import Classification
+from consistent.errors import Error
 from consistent.gtid import GtidState
 from consistent.policy._fast import frozen_factory
 from consistent.policy.config import Level
-
-if TYPE_CHECKING:
-    from consistent.classify import Classification
-    from consistent.errors import Error
 
 __all__ = ["PRIMARY", "Action", "Decision", "Reason", "WaitOutcome", "new_decision"]
 

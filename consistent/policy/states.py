@@ -148,7 +148,7 @@ def format_token(state: GtidState | None) -> str:
     return "mariadb:" + str(state)
 
 
-def parse_token(token: str, flavor: FlavorName) -> GtidState:
+def parse_token(token: object, flavor: FlavorName) -> GtidState:
     """Parse a token for a session of ``flavor``.
 
     Raises :class:`MalformedGtidSet` (1772) for text that is not a token of that flavour.
