@@ -36,11 +36,12 @@ primary's state, MariaDB samples' ``@@gtid_binlog_pos``) minus the replica's: tr
 behind, summed over sources; and the age of the oldest missing transaction (the earliest
 traced commit of a GNO above the replica's), the largest over sources.
 
-**How.**  One sort by session (what it had produced before each read), then two as-of
-look-ups along each replica's reads (:func:`analytics.transforms.asof`): the evidence and the
-primary's state (past, by the read's start), and the observation (future, by the read's end);
-the oldest missing transaction is a look-up on the GNO axis over the few distinct replica
-states.
+**How.**  One sort by session (what it had produced before each read), then, without moving
+the reads again, binary searches in step functions (:mod:`analytics.steps`): the evidence and
+the primary's state (past, by the read's start), the observation (future, by the read's end),
+and the oldest missing transaction (on the GNO axis).  The step functions have at most one
+point per lag sample, per write and per primary-state record; they are collected once and
+broadcast.
 """
 
 from __future__ import annotations
@@ -48,12 +49,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Final
+from typing import Any, Final
 
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
 from pyspark.sql.types import (
-    ArrayType,
     BooleanType,
     DoubleType,
     LongType,
@@ -62,17 +66,28 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from analytics import steps
+from analytics.steps import (
+    MISSING,
+    BatchLookup,
+    Int64s,
+    ReadLookups,
+    Step,
+    build,
+    lookup_fields,
+)
 from analytics.transforms import (
-    asof,
     clean_gtid_text,
     gtid_high_raw,
     gtid_source_representative,
     gtid_sources_of,
 )
 
+# The look-ups run on the executors: ship their module by value, so that the executors need
+# numpy and pyarrow but no copy of the project.
+cloudpickle.register_pickle_by_value(steps)  # type: ignore[no-untyped-call]
+
 __all__ = [
-    "DEFAULT_GNO_BUCKET",
-    "DEFAULT_TIME_BUCKET_NS",
     "GUARANTEED_LEVELS",
     "READ_AUDIT",
     "VIOLATIONS",
@@ -81,8 +96,8 @@ __all__ = [
     "commits",
     "gtid_sources",
     "judge",
+    "lookups",
     "primary_state",
-    "replica_names",
     "replica_reads",
     "replica_states",
     "violation_rows",
@@ -90,11 +105,6 @@ __all__ = [
 
 #: Levels that promise a read sees the session's own writes.
 GUARANTEED_LEVELS: Final = ("read_own_writes", "read_all_writes", "read_latest")
-#: Width of the time buckets of the as-of look-ups (10 s): longer than any read, short enough
-#: to spread a long trace over many tasks.
-DEFAULT_TIME_BUCKET_NS: Final = 10_000_000_000
-#: Width of the GNO buckets of the oldest-missing look-up.
-DEFAULT_GNO_BUCKET: Final = 100_000
 
 #: Statuses, from best to worst.
 COVERED: Final = "covered"
@@ -189,11 +199,35 @@ def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
     proved executed); ``digest_only`` marks a required set recorded only as its digest.
 
     The session's earlier writes come from one sort by session: statements of one session run
-    one after another, so "before it began" is "earlier in the session"."""
+    one after another, so "before it began" is "earlier in the session".  The GTID texts are
+    read into numbers before the sort, so that it moves a few longs per statement; a write
+    carries only what orders it and what it produced."""
     read = _replica_read()
     relevant = statements.where(read | F.col("gtid_produced").isNotNull())
     own_wait = (F.col("wait_outcome") == "satisfied") & (
         F.col("wait_target") == F.col("route_target")
+    )
+    narrow = relevant.select(
+        F.col("span_id"),
+        F.col("session_id"),
+        F.col("start_ns"),
+        F.col("end_ns"),
+        read.alias("_read"),
+        F.when(read, F.col("level")).alias("level"),
+        F.when(read, F.col("route_target")).alias("replica"),
+        F.when(read, F.col("route_reason")).alias("route_reason"),
+        F.when(
+            read, F.col("gtid_required").isNull() & F.col("gtid_required_digest").isNotNull()
+        ).alias("digest_only"),
+        *[_high(F.col("gtid_produced"), s).alias(f"_produced{i}") for i, s in enumerate(sources)],
+        *[
+            F.when(read, _high(F.col("gtid_required"), s)).alias(f"_required{i}")
+            for i, s in enumerate(sources)
+        ],
+        *[
+            F.when(read & own_wait, _high(F.col("wait_set"), s)).alias(name)
+            for s, name in zip(sources, _per_source("wait", sources), strict=True)
+        ],
     )
     # The session's hash first: the sort then compares longs, and strings only on a tie.
     earlier = (
@@ -201,29 +235,18 @@ def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
         .orderBy("start_ns", "end_ns", "span_id")
         .rowsBetween(Window.unboundedPreceding, -1)
     )
-    before = [F.max(_high(F.col("gtid_produced"), s)).over(earlier) for s in sources]
-    columns = [
-        F.col("span_id"),
-        F.col("session_id"),
-        F.col("level"),
-        F.col("route_target").alias("replica"),
-        F.col("route_reason"),
-        F.col("start_ns"),
-        F.col("end_ns"),
-        read.alias("_read"),
-        (F.col("gtid_required").isNull() & F.col("gtid_required_digest").isNotNull()).alias(
-            "digest_only"
-        ),
-        *[
-            F.greatest(b, _high(F.col("gtid_required"), s)).alias(name)
-            for b, s, name in zip(before, sources, _per_source("req", sources), strict=True)
-        ],
-        *[
-            F.when(own_wait, _high(F.col("wait_set"), s)).alias(name)
-            for s, name in zip(sources, _per_source("wait", sources), strict=True)
-        ],
-    ]
-    return relevant.select(*columns).where(F.col("_read")).drop("_read")
+    before = [F.max(f"_produced{i}").over(earlier) for i in range(len(sources))]
+    return (
+        narrow.select(
+            *_NAMES,
+            "_read",
+            "digest_only",
+            *[F.greatest(b, F.col(f"_required{i}")).alias(f"req{i}") for i, b in enumerate(before)],
+            *_per_source("wait", sources),
+        )
+        .where(F.col("_read"))
+        .drop("_read")
+    )
 
 
 def replica_states(lag: DataFrame, sources: Sequence[str]) -> DataFrame:
@@ -280,48 +303,6 @@ def commits(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
     return writes.select(
         F.col("end_ns").alias("at_ns"), F.inline(F.filter(entries, lambda e: e["high"].isNotNull()))
     )
-
-
-def _replica_state_values(
-    statements: DataFrame, samples: DataFrame, sources: Sequence[str], i: int
-) -> DataFrame:
-    """``low``: every value a replica's state of source ``i`` can take in the audit: the
-    samples' and the satisfied waits' (read from the inputs, not from the audit's own
-    output, which would be computed a second time)."""
-    waits = statements.where(F.col("wait_outcome") == "satisfied").select(
-        _high(F.col("wait_set"), sources[i]).alias("low")
-    )
-    values = samples.select(F.col(f"applied{i}").alias("low")).unionByName(waits)
-    return values.where(F.col("low").isNotNull()).distinct()
-
-
-def _oldest_missing(
-    looked_up: DataFrame,
-    statements: DataFrame,
-    samples: DataFrame,
-    sources: Sequence[str],
-    gno_bucket: int | None,
-) -> DataFrame:
-    """``looked_up`` with ``oldest{i}``: when the first traced transaction of source ``i``
-    above the replica's state ``low{i}`` committed.  The look-up runs over the distinct
-    states a replica can be in (few: one per sample or wait), then joins by broadcast."""
-    commit_rows = commits(statements, sources)
-    result = looked_up
-    for i, source in enumerate(sources):
-        states = _replica_state_values(statements, samples, sources, i)
-        found = asof(
-            states.withColumn("source", F.lit(source)),
-            commit_rows,
-            keys=["source"],
-            query_order="low",
-            event_order="high",
-            outputs={f"oldest{i}": "at_ns"},
-            direction="future",
-            inclusive=False,
-            bucket=gno_bucket,
-        ).select(F.col("low").alias(f"low{i}"), f"oldest{i}")
-        result = result.join(F.broadcast(found), f"low{i}", "left")
-    return result
 
 
 def _any(columns: Sequence[Column]) -> Column:
@@ -405,67 +386,74 @@ class ReadAnalysis:
     violations: DataFrame
 
 
-def replica_names(statements: DataFrame) -> DataFrame:
-    """The replicas reads were routed to (``replica``), to be collected: the primary's state is
-    looked up along each replica's reads."""
-    routed = statements.where(F.col("route_role") == "replica")
-    return routed.select(F.col("route_target").alias("replica")).distinct()
+def _longs(table: Any, name: str) -> Int64s:
+    column = table.column(name)
+    filled = pc.fill_null(column, pa.scalar(MISSING, pa.int64()))
+    values: Int64s = filled.to_numpy().astype(np.int64, copy=False)
+    return values
+
+
+def _strings(table: Any, name: str) -> list[str | None]:
+    values: list[str | None] = table.column(name).to_pylist()
+    return values
+
+
+def lookups(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> ReadLookups:
+    """The step functions of the audit's look-ups (:class:`analytics.steps.ReadLookups`),
+    collected to the driver: at most one point per reachable lag sample, per primary-state
+    record (:func:`primary_state`) and per commit (:func:`commits`); 16 bytes each."""
+    n = range(len(sources))
+    samples = replica_states(lag, sources).toArrow()
+    replicas = _strings(samples, "replica")
+    names = sorted({r for r in replicas if r is not None})
+    which = np.array([r if r is not None else "" for r in replicas], dtype=object)
+    starts, ends = _longs(samples, "start_ns"), _longs(samples, "end_ns")
+    evidence: dict[str, tuple[Step, ...]] = {}
+    observation: dict[str, tuple[Step, ...]] = {}
+    for name in names:
+        mine = which == name
+        applied = [_longs(samples, f"applied{i}")[mine] for i in n]
+        evidence[name] = tuple(build(ends[mine], a, "past") for a in applied)
+        observation[name] = tuple(build(starts[mine], a, "future") for a in applied)
+    primary = primary_state(statements, lag, sources).toArrow()
+    at = _longs(primary, "at_ns")
+    committed = commits(statements, sources).toArrow()
+    commit_at = _longs(committed, "at_ns")
+    commit_high = _longs(committed, "high")
+    commit_source = np.array(_strings(committed, "source"), dtype=object)
+    return ReadLookups(
+        evidence=evidence,
+        observation=observation,
+        primary=tuple(build(at, _longs(primary, f"primary{i}"), "past") for i in n),
+        oldest=tuple(
+            build(
+                commit_high[commit_source == s],
+                commit_at[commit_source == s],
+                "future",
+                inclusive=False,
+            )
+            for s in sources
+        ),
+    )
 
 
 def analyze_reads(
     statements: DataFrame,
     lag: DataFrame,
     sources: Sequence[str],
-    replicas: Sequence[str],
-    *,
-    bucket_ns: int | None = None,
-    gno_bucket: int | None = DEFAULT_GNO_BUCKET,
 ) -> ReadAnalysis:
     """The audit and staleness of every replica read of ``statements``
     (:data:`analytics.schema.STATEMENT`) against the lag samples ``lag``
-    (:data:`analytics.schema.LAG_SAMPLE`); ``sources`` from :func:`gtid_sources` and
-    ``replicas`` from :func:`replica_names`, collected.
+    (:data:`analytics.schema.LAG_SAMPLE`); ``sources`` from :func:`gtid_sources`, collected.
 
-    The look-ups along time sort each replica's reads and events as one window (two tasks for
-    two replicas, which suits a small machine); ``bucket_ns`` also cuts the time axis into
-    buckets of that width, for more parallelism on a cluster
-    (:func:`analytics.transforms.asof`)."""
-    n = range(len(sources))
+    The reads are sorted once, by session (:func:`replica_reads`); every look-up along time
+    or GNOs is then a binary search in step functions broadcast to the executors
+    (:func:`lookups`, :class:`analytics.steps.BatchLookup` in ``mapInArrow``), so the reads
+    are not shuffled again and any number of replicas spreads over every core."""
     reads = replica_reads(statements, sources)
-    samples = replica_states(lag, sources)
-    # The evidence and the primary's state in one pass along each replica's reads: the
-    # primary's events are repeated for every replica.
-    # Built in the JVM (no Python rows), so that executors never need Python.
-    listed = F.array(*[F.lit(r) for r in replicas]).cast(ArrayType(StringType()))
-    names = statements.sparkSession.range(1).select(F.explode(listed).alias("replica"))
-    primary = primary_state(statements, lag, sources).crossJoin(F.broadcast(names))
-    before = samples.select("replica", F.col("end_ns").alias("at_ns"), *[f"applied{i}" for i in n])
-    events = before.unionByName(primary, allowMissingColumns=True)
-    with_low = asof(
-        reads,
-        events,
-        keys=["replica"],
-        query_order="start_ns",
-        event_order="at_ns",
-        outputs={
-            **{f"ev{i}": f"applied{i}" for i in n},
-            **{f"primary{i}": f"primary{i}" for i in n},
-        },
-        bucket=bucket_ns,
-    )
-    with_high = asof(
-        with_low,
-        samples,
-        keys=["replica"],
-        query_order="end_ns",
-        event_order="start_ns",
-        outputs={f"high{i}": f"applied{i}" for i in n},
-        direction="future",
-        bucket=bucket_ns,
-    )
-    lows = with_high.select(
-        "*", *[F.greatest(F.col(f"ev{i}"), F.col(f"wait{i}")).alias(f"low{i}") for i in n]
-    )
-    looked_up = _oldest_missing(lows, statements, samples, sources, gno_bucket)
+    spark = statements.sparkSession
+    shared = spark.sparkContext.broadcast(lookups(statements, lag, sources))
+    added = [StructField(name, LongType()) for name in lookup_fields(len(sources))]
+    looked_up = reads.mapInArrow(BatchLookup(shared), StructType([*reads.schema.fields, *added]))
     judged = judge(looked_up, sources)
     return ReadAnalysis(judged, violation_rows(judged))

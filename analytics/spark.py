@@ -9,8 +9,9 @@ Where the master comes from, first match wins:
 3. the ``SPARK_MASTER`` environment variable (``spark://host:7077``, ``yarn``, ``k8s://…``);
 4. ``local[N]`` with N the machine's cores.
 
-In local mode the driver's RPC endpoint and block manager bind to 127.0.0.1 only, and the web
-UI is off unless asked for (then on 127.0.0.1 too).  Timestamps are UTC.  Shuffle partitions
+In local mode the driver's RPC endpoint and block manager bind to 127.0.0.1 only, the web
+UI is off unless asked for (then on 127.0.0.1 too), and Python workers run the driver's
+interpreter (unless ``PYSPARK_PYTHON`` says otherwise).  Timestamps are UTC.  Shuffle partitions
 start from the data's size (:func:`shuffle_partitions_for`) and adaptive query execution
 merges the small ones.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -45,6 +47,7 @@ MASTER_ENV: Final = "SPARK_MASTER"
 #: Environment variable overriding the local driver memory (``4g``…).
 DRIVER_MEMORY_ENV: Final = "SPARK_DRIVER_MEMORY"
 _SUBMIT_ENV: Final = "PYSPARK_GATEWAY_PORT"
+_PYTHON_ENV: Final = "PYSPARK_PYTHON"
 _LOOPBACK: Final = "127.0.0.1"
 _DEFAULT_DRIVER_MEMORY: Final = "4g"
 #: Bytes of input per shuffle partition (compressed JSON expands several-fold in Spark).
@@ -139,6 +142,9 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
         # Read by the JVM as it starts: every local endpoint on loopback from the first one
         # (and no warning that the host name resolves to a loopback address).
         os.environ.setdefault("SPARK_LOCAL_IP", _LOOPBACK)
+        # Python workers (the audit's look-ups) run this interpreter, whose packages the
+        # driver has, unless told otherwise (PySpark's default is whatever python3 is found).
+        os.environ.setdefault(_PYTHON_ENV, sys.executable)
     if master is None:  # spark-submit: its --conf wins over our defaults
         submitted = SparkConf()
         configuration = {

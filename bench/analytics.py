@@ -16,6 +16,9 @@ else runs; the JSON records the load average at the start and end of each run.
 
     python bench/analytics.py --records 1000000 10000000 --json out.json
     python bench/analytics.py --traces /tmp/traces/ --json out.json
+
+``--work DIR --reuse`` keeps the generated records in ``DIR`` and times the next run on them
+(generation is untimed but takes a while at 10M).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 # Run as a script, this file's directory comes first on sys.path, and this file is called
 # analytics: take it out so that the analytics package is found.
@@ -43,19 +46,25 @@ from analytics.jobs.run import run_all  # noqa: E402
 from analytics.spark import SparkSettings, build_session  # noqa: E402
 from analytics.synthetic import generate  # noqa: E402
 
+#: Marks a working directory whose record tables were generated completely.
+_GENERATED: Final = "generated"
+
 
 def _load() -> float:
     return os.getloadavg()[0]
 
 
 def _synthetic(
-    spark: SparkSession, records: int, root: Path, settings: JobSettings
+    spark: SparkSession, records: int, root: Path, settings: JobSettings, *, reuse: bool
 ) -> dict[str, Any]:
     layout = Layout(root)
     started = time.perf_counter()
-    traces = generate(spark, records)
-    storage.write_parquet(traces.statements, layout.table("statements"))
-    storage.write_parquet(traces.lag_samples, layout.table("lag_samples"))
+    marker = root / _GENERATED
+    if not (reuse and marker.is_file()):
+        traces = generate(spark, records)
+        storage.write_parquet(traces.statements, layout.table("statements"))
+        storage.write_parquet(traces.lag_samples, layout.table("lag_samples"))
+        marker.write_text(f"{records}\n", encoding="utf-8")
     generated = time.perf_counter() - started
     load_before = _load()
     started = time.perf_counter()
@@ -103,12 +112,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--work", type=Path, help="working directory (default: a temporary one)")
     parser.add_argument(
-        "--bucket-seconds", type=float, help="time buckets of the audit's look-ups (default: none)"
+        "--reuse",
+        action="store_true",
+        help="keep the generated records in --work and reuse them on the next run",
     )
     args = parser.parse_args(argv)
-    settings = JobSettings(
-        bucket_ns=None if args.bucket_seconds is None else int(args.bucket_seconds * 1e9)
-    )
+    if args.reuse and args.work is None:
+        parser.error("--reuse needs --work")
+    settings = JobSettings()
     spark = build_session(
         SparkSettings(
             app_name="consistent-analytics-bench",
@@ -124,8 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             for records in args.records:
                 root = work / f"n{records}"
-                runs.append(_synthetic(spark, records, root, settings))
-                shutil.rmtree(root, ignore_errors=True)
+                runs.append(_synthetic(spark, records, root, settings, reuse=args.reuse))
+                if not args.reuse:
+                    shutil.rmtree(root, ignore_errors=True)
                 run = runs[-1]
                 sys.stdout.write(
                     f"{run['records']:>12,} records  {run['seconds']:8.1f} s  "
@@ -143,7 +155,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "analytics",
         "master": args.master,
         "cores": os.cpu_count(),
-        "bucket_seconds": args.bucket_seconds,
         "runs": runs,
     }
     if args.json:

@@ -12,7 +12,7 @@ from typing import Final
 
 from pyspark.sql.types import StructType
 
-from analytics.audit import DEFAULT_GNO_BUCKET, READ_AUDIT, VIOLATIONS
+from analytics.audit import READ_AUDIT, VIOLATIONS
 from analytics.schema import LAG_SAMPLE, STATEMENT
 
 __all__ = ["TABLE_SCHEMAS", "JobSettings", "Layout"]
@@ -67,12 +67,6 @@ class JobSettings:
 
     #: Width of the lag time series windows; ``None``: about 150 windows over the trace.
     window_ns: int | None = None
-    #: Width of the as-of look-ups' time buckets: ``None`` sorts each replica's reads as one
-    #: window (right for one machine); on a cluster, ``analytics.audit.DEFAULT_TIME_BUCKET_NS``
-    #: (10 s) spreads them over more tasks.
-    bucket_ns: int | None = None
-    #: Width of the GNO buckets of the oldest-missing lookup.
-    gno_bucket: int = DEFAULT_GNO_BUCKET
     #: Rows of each violations table the report shows.
     shown_violations: int = 200
     #: The report's title.

@@ -1,8 +1,9 @@
 """The audit and staleness at read time: ``tables/read_audit`` (one row per replica read),
 ``tables/violations`` (the reads not shown covered) and ``tables/read_summary`` (per level).
 
-The sources and replicas are collected first (a handful of each); the audit itself is one
-pass written once, and the two smaller tables are read back from it.
+The sources are collected first (a handful), then the step functions the audit looks up
+(:func:`analytics.audit.lookups`); the audit itself is one pass written once, and the two
+smaller tables are read back from it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = ["run"]
 
 def run(spark: SparkSession, layout: Layout, settings: JobSettings) -> None:
     """Write the audit tables."""
+    del settings
 
     def read(name: str) -> DataFrame:
         return storage.read_parquet(spark, layout.table(name), TABLE_SCHEMAS[name])
@@ -24,15 +26,7 @@ def run(spark: SparkSession, layout: Layout, settings: JobSettings) -> None:
     statements = read("statements")
     lag = read("lag_samples")
     sources = sorted(row["source"] for row in audit.gtid_sources(statements, lag).collect())
-    replicas = sorted(row["replica"] for row in audit.replica_names(statements).collect())
-    found = audit.analyze_reads(
-        statements,
-        lag,
-        sources,
-        replicas,
-        bucket_ns=settings.bucket_ns,
-        gno_bucket=settings.gno_bucket,
-    )
+    found = audit.analyze_reads(statements, lag, sources)
     storage.write_parquet(found.reads, layout.table("read_audit"))
     checked = read("read_audit")
     storage.write_parquet(audit.violation_rows(checked), layout.table("violations"))

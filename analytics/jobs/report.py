@@ -30,13 +30,18 @@ def collect(
     spark: SparkSession, layout: Layout, settings: JobSettings, window_ns: int
 ) -> report.ReportData:
     """Everything the report shows, as plain Python values."""
-    statements = _table(spark, layout, "statements")
-    totals = statements.agg(
-        F.count(F.lit(1)).alias("statements"),
-        F.min("start_ns").alias("first_ns"),
-        F.max("end_ns").alias("last_ns"),
-    ).first()
-    sessions = _table(spark, layout, "sessions").count()
+    # The sessions table holds every statement once (a null session is a group too): the
+    # totals come from it, not from another pass over the statements.
+    totals = (
+        _table(spark, layout, "sessions")
+        .agg(
+            F.coalesce(F.sum("statements"), F.lit(0)).alias("statements"),
+            F.min("first_ns").alias("first_ns"),
+            F.max("last_ns").alias("last_ns"),
+            F.count(F.lit(1)).alias("sessions"),
+        )
+        .first()
+    )
     lag_samples = _table(spark, layout, "lag_samples").count()
     violations = _table(spark, layout, "violations")
     guaranteed = violations.where(F.col("guaranteed"))
@@ -49,7 +54,7 @@ def collect(
             "first_ns": totals["first_ns"] if totals else None,
             "last_ns": totals["last_ns"] if totals else None,
             "lag_samples": lag_samples,
-            "sessions": sessions,
+            "sessions": totals["sessions"] if totals else 0,
         },
         lag_summary=_rows(_table(spark, layout, "lag_summary")),
         lag_windows=_rows(_table(spark, layout, "lag_windows")),

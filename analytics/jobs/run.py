@@ -1,13 +1,13 @@
 """Every job in order: ingest, lag, reads (audit and staleness), cost, report.
 
 ``consistent analyze TRACES… --out DIR`` runs this with a progress display; on a cluster,
-from a checkout with the project installed (the driver runs there; executors run no Python,
-the jobs use no Python UDFs)::
+from a checkout with the project installed (the driver runs there; the executors run Python
+for one step only, the audit's look-ups, whose code Spark ships to them: their Python needs
+numpy and pyarrow, ``PYSPARK_PYTHON`` names it)::
 
     PYTHONPATH=. PYSPARK_PYTHON=.venv/bin/python PYSPARK_DRIVER_PYTHON=.venv/bin/python \\
     spark-submit --master spark://spark-master:7077 --deploy-mode client \\
-        analytics/jobs/run.py 'hdfs:///traces/*.jsonl' --out /mnt/shared/analysis \\
-        --bucket-seconds 10
+        analytics/jobs/run.py 'hdfs:///traces/*.jsonl' --out /mnt/shared/analysis
 
 ``--out`` must be a directory every executor and the driver see at the same path (the
 executors write the Parquet tables, the driver the report).
@@ -106,12 +106,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("traces", nargs="*", help="trace files, globs, directories or URIs")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--skip-ingest", action="store_true")
-    parser.add_argument(
-        "--bucket-seconds",
-        type=float,
-        help="cut the audit's look-ups into time buckets of this width (more parallelism on a "
-        "cluster; default: one window per replica)",
-    )
     args = parser.parse_args(argv)
     if not args.traces and not args.skip_ingest:
         parser.error("give trace files, or --skip-ingest")
@@ -120,9 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_session(),
         args.traces,
         args.out,
-        JobSettings(
-            bucket_ns=None if args.bucket_seconds is None else int(args.bucket_seconds * 1e9)
-        ),
+        JobSettings(),
         skip_ingest=args.skip_ingest,
         on_step=lambda i, name: logger.info("step %d/%d: %s", i + 1, len(STEPS), name),
     )

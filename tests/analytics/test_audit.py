@@ -5,8 +5,7 @@ a replica that has not applied its write (a violation of the guarantee the audit
 a wait that proves coverage, a required set recorded only as a digest, a replica nobody
 sampled.  Every expected number below was worked out by hand from the rows.
 
-Times are in milliseconds (``MS``); the look-up buckets are 100 ms wide, so that the trace
-spans several of them (and the GNO buckets 4 wide).
+Times are in milliseconds (``MS``).
 """
 
 from __future__ import annotations
@@ -88,9 +87,6 @@ LAG = [
 ]
 
 
-BUCKET = 100 * MS
-
-
 def _statements(spark: SparkSession, rows: list[dict[str, object]] = STATEMENTS) -> DataFrame:
     return frame(spark, schema.STATEMENT, rows)
 
@@ -128,6 +124,17 @@ def test_replica_reads_carry_the_sessions_earlier_writes_and_their_own_wait(
     assertDataFrameEqual(reads.select("span_id", "req0", "wait0"), expected)
     digests = {r["span_id"] for r in reads.where("digest_only").collect()}
     assert digests == {"r5"}
+
+
+def test_the_requirement_includes_the_sessions_earlier_writes(
+    found: audit.ReadAnalysis,
+) -> None:
+    """r1, r2 (eventual: no level requirement) need what E wrote before them, 5; r3 and r4
+    what O wrote, 7; r5 and r6: their sessions wrote nothing."""
+    rows = found.reads.select("span_id", "required_high", "sources_checked").collect()
+    assert {r["span_id"]: r["required_high"] for r in rows} == {
+        "r1": 5, "r2": 5, "r3": 7, "r4": 7, "r5": None, "r6": None,
+    }  # fmt: skip
 
 
 def test_replica_states_leave_out_unreachable_samples(spark: SparkSession) -> None:
@@ -176,10 +183,7 @@ def test_primary_state_and_commits(spark: SparkSession) -> None:
 
 @pytest.fixture(scope="module")
 def found(spark: SparkSession) -> audit.ReadAnalysis:
-    statements = _statements(spark)
-    replicas = sorted(r["replica"] for r in audit.replica_names(statements).collect())
-    assert replicas == [R1, R2, R3]
-    return audit.analyze_reads(statements, _lag(spark), [U], replicas, gno_bucket=4)
+    return audit.analyze_reads(_statements(spark), _lag(spark), [U])
 
 
 def _audit_row(  # noqa: PLR0917 (one expected row per line)
@@ -243,9 +247,7 @@ def test_without_the_policy_mistake_the_guarantee_holds(spark: SparkSession) -> 
         else row
         for row in STATEMENTS
     ]
-    result = audit.analyze_reads(
-        _statements(spark, fixed), _lag(spark), [U], [R1, R2, R3], bucket_ns=BUCKET
-    )
+    result = audit.analyze_reads(_statements(spark, fixed), _lag(spark), [U])
     stale = result.reads.where("status = 'stale'").select("span_id", "guaranteed")
     assertDataFrameEqual(stale, [Row(span_id="r1", guaranteed=False)])
 
@@ -300,7 +302,7 @@ def test_mariadb_positions(spark: SparkSession) -> None:
     statements = _statements(spark, rows)
     sources = [r["source"] for r in audit.gtid_sources(statements, lag).collect()]
     assert sources == ["0"]
-    result = audit.analyze_reads(statements, lag, sources, [R1])
+    result = audit.analyze_reads(statements, lag, sources)
     found = result.reads.select(
         "status", "behind_transactions", "behind_ms", "required_high", "executed_low",
         "executed_high",

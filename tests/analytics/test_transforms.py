@@ -121,6 +121,42 @@ def test_gtid_source_representative(spark: SparkSession) -> None:
     assertDataFrameEqual(df, expected)
 
 
+def test_a_representative_names_the_sources_of_its_text(spark: SparkSession) -> None:
+    """Whatever the text, its representative names the same sources (and is short for one
+    untagged group, however its intervals are written)."""
+    texts = [
+        f"{U1}:1-5:7",
+        f"{U1.upper()}:3",
+        f"{U1}:5 ",
+        f"{U1}:5.3",
+        f"{U1}:",
+        f"{U1}:5:",
+        f"{U1}:TG:3",
+        f"{U1}:_9:3",
+        f"{U1}:1-5,\n{U2}:7",
+        f" {U1}:5",
+        "0-1-10",
+        "0" * 36 + ":5",
+        "x",
+    ]
+    df = _gtid_frame(spark, texts).select(  # type: ignore[attr-defined]
+        "id",
+        transforms.gtid_source_representative(F.col("text")).alias("rep"),
+        F.col("text"),
+    )
+    rows = df.select(
+        "id",
+        "rep",
+        transforms.gtid_sources_of(transforms.clean_gtid_text(F.col("rep"))).alias("of_rep"),
+        transforms.gtid_sources_of(transforms.clean_gtid_text(F.col("text"))).alias("of_text"),
+    ).collect()
+    assert {r["id"]: sorted(r["of_rep"]) for r in rows} == {
+        r["id"]: sorted(r["of_text"]) for r in rows
+    }
+    short = {r["id"] for r in rows if r["rep"] == f"{r['rep'][:36]}:1"}
+    assert short == {0, 1, 2, 3, 5, 11}
+
+
 def test_gtid_sources_of(spark: SparkSession) -> None:
     texts = [f"{U1}:1-5:tg:3-4:9,\n{U2.upper()}:7", f"{U2}:tg:2-6", "0-1-10,2-3-4", None, "x"]
     clean = transforms.clean_gtid_text(F.col("text"))

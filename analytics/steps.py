@@ -1,0 +1,195 @@
+"""Step functions of growing state, looked up in bulk with numpy.
+
+An executed GTID set only grows, so "the highest GNO among the events at or before ``t``" is
+a step function of ``t``: the events sorted by ``t`` with a running maximum.  Looking it up
+for many queries at once is one binary search each (:func:`numpy.searchsorted`) over arrays
+built once: no sort of the queries, no shuffle.  The same holds backwards ("the lowest value
+among the events at or after ``t``": a running minimum from the end), and on any other
+ordered axis (the GNO axis: "the earliest commit of a GNO above ``n``").
+
+A missing value is :data:`MISSING` in both directions (integers have no NaN), and a null
+in Arrow.  :class:`BatchLookup` applies the audit's look-ups to Arrow record batches
+(``DataFrame.mapInArrow``).  The module needs numpy and pyarrow only, so that Spark ships it
+to executors by value (:func:`analytics.audit.analyze_reads`): they need no copy of the
+project.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+__all__ = [
+    "MISSING",
+    "BatchLookup",
+    "Direction",
+    "Int64s",
+    "ReadLookups",
+    "Step",
+    "build",
+    "look_up_batch",
+    "lookup_fields",
+]
+
+Int64s = npt.NDArray[np.int64]
+#: A missing value or order (a null).
+MISSING: Final = np.iinfo(np.int64).min
+Direction = Literal["past", "future"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A step function: ``keys`` ascending, and ``values[k]`` the largest value among the
+    events ordered at or before ``keys[k]`` (``past``), or the smallest among those at or
+    after it (``future``).  ``inclusive`` false: strictly before (after)."""
+
+    keys: Int64s
+    values: Int64s
+    direction: Direction
+    inclusive: bool = True
+
+    def __call__(self, queries: Int64s) -> Int64s:
+        """The function at each of ``queries`` (:data:`MISSING` where no event qualifies or
+        the query is :data:`MISSING`)."""
+        found = np.full(queries.shape, MISSING, dtype=np.int64)
+        if self.keys.size == 0:
+            return found
+        past = self.direction == "past"
+        # past: the last key at (before) the query; future: the first at (after) it.
+        side: Literal["left", "right"] = "right" if past == self.inclusive else "left"
+        index = np.searchsorted(self.keys, queries, side=side)
+        if past:
+            index = index - 1
+        ok = (queries != MISSING) & (index >= 0) & (index < self.keys.size)
+        found[ok] = self.values[index[ok]]
+        return found
+
+
+def build(keys: Int64s, values: Int64s, direction: Direction, *, inclusive: bool = True) -> Step:
+    """The step function of events ``(keys[k], values[k])``; events whose key or value is
+    :data:`MISSING` are left out."""
+    keep = (keys != MISSING) & (values != MISSING)
+    keys, values = keys[keep], values[keep]
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    if direction == "past":
+        running = np.maximum.accumulate(values) if values.size else values
+    else:
+        running = np.minimum.accumulate(values[::-1])[::-1] if values.size else values
+    # Equal keys: the past function at a key holds all of them (the last one's running
+    # maximum); the future one the first one's running minimum.
+    last = np.append(keys[1:] != keys[:-1], True) if keys.size else np.zeros(0, dtype=bool)
+    first = np.insert(keys[1:] != keys[:-1], 0, True) if keys.size else np.zeros(0, dtype=bool)
+    pick = last if direction == "past" else first
+    keys, running = keys[pick], running[pick]
+    # A point whose value equals the one before (past) or after (future) it changes nothing.
+    if direction == "past":
+        changes = np.insert(running[1:] != running[:-1], 0, True) if keys.size else pick[:0]
+    else:
+        changes = np.append(running[1:] != running[:-1], True) if keys.size else pick[:0]
+    return Step(
+        np.ascontiguousarray(keys[changes]),
+        np.ascontiguousarray(running[changes]),
+        direction,
+        inclusive,
+    )
+
+
+# --- the audit's look-ups over record batches -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLookups:
+    """Everything the audit looks up per read, per source ``i`` (the step functions are
+    small: one point per lag sample, per write and per primary-state record):
+
+    * ``evidence[replica][i]``: the replica's highest applied GNO by time (past, by the
+      samples' ends);
+    * ``observation[replica][i]``: its lowest applied GNO from a time on (future, by the
+      samples' starts);
+    * ``primary[i]``: the primary's highest GNO by time;
+    * ``oldest[i]``: on the GNO axis, the earliest commit of a GNO strictly above a value.
+    """
+
+    evidence: dict[str, tuple[Step, ...]]
+    observation: dict[str, tuple[Step, ...]]
+    primary: tuple[Step, ...]
+    oldest: tuple[Step, ...]
+
+    def sources(self) -> int:
+        return len(self.primary)
+
+
+def lookup_fields(sources: int) -> list[str]:
+    """The columns :func:`look_up_batch` adds, per source ``i``: ``low{i}`` (what the replica
+    had executed when the read began: the evidence or the read's own wait ``wait{i}``),
+    ``high{i}`` (the observation after it ended), ``primary{i}`` and ``oldest{i}`` (when the
+    first transaction above ``low{i}`` committed)."""
+    return [f"{name}{i}" for i in range(sources) for name in ("low", "high", "primary", "oldest")]
+
+
+def _longs(column: Any) -> Int64s:
+    filled = pc.fill_null(column.cast(pa.int64()), pa.scalar(MISSING, pa.int64()))
+    values: Int64s = filled.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return values
+
+
+def _arrow(values: Int64s) -> Any:
+    return pa.array(values, type=pa.int64(), mask=values == MISSING)
+
+
+def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
+    """``batch`` (a ``pyarrow.RecordBatch`` with ``replica``, ``start_ns``, ``end_ns`` and
+    ``wait{i}``) with the :func:`lookup_fields` columns appended."""
+    start = _longs(batch.column("start_ns"))
+    end = _longs(batch.column("end_ns"))
+    replica = batch.column("replica")
+    masks = {
+        name: pc.fill_null(pc.equal(replica, name), False).to_numpy(zero_copy_only=False)
+        for name in lookups.evidence
+    }
+    added: dict[str, Any] = {}
+    for i in range(lookups.sources()):
+        evidence = np.full(start.shape, MISSING, dtype=np.int64)
+        observed = np.full(start.shape, MISSING, dtype=np.int64)
+        for name, mask in masks.items():
+            if mask.any():
+                evidence[mask] = lookups.evidence[name][i](start[mask])
+                observed[mask] = lookups.observation[name][i](end[mask])
+        # MISSING is the smallest integer: the maximum ignores it, as Spark's greatest does.
+        low = np.maximum(evidence, _longs(batch.column(f"wait{i}")))
+        added[f"low{i}"] = low
+        added[f"high{i}"] = observed
+        added[f"primary{i}"] = lookups.primary[i](start)
+        added[f"oldest{i}"] = lookups.oldest[i](low)
+    names = lookup_fields(lookups.sources())
+    return pa.RecordBatch.from_arrays(
+        [*batch.columns, *[_arrow(added[n]) for n in names]],
+        names=[*batch.schema.names, *names],
+    )
+
+
+class _Holder(Protocol):
+    """A Spark broadcast variable (or anything with its ``value``)."""
+
+    @property
+    def value(self) -> ReadLookups: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLookup:
+    """The function ``DataFrame.mapInArrow`` runs: :func:`look_up_batch` on every batch, with
+    the look-ups from a broadcast variable (read once per Python worker)."""
+
+    lookups: _Holder
+
+    def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
+        lookups = self.lookups.value
+        for batch in batches:
+            yield look_up_batch(batch, lookups)
