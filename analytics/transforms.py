@@ -5,8 +5,7 @@
   (:data:`analytics.schema.STATEMENT`, :data:`analytics.schema.LAG_SAMPLE`);
 * :func:`gtid_high` / :func:`gtid_sources_of`: GTID text as Spark values (no Python UDF, so
   executors need nothing but the JVM);
-* :func:`sequence_sessions` / :func:`sessionize`: statements in session order, sessions as rows;
-* :func:`asof`: the time-ordered lookup the audit and the staleness jobs are built on.
+* :func:`sequence_sessions` / :func:`sessionize`: statements in session order, sessions as rows.
 
 A GTID set is read as its highest GNO per source.  ``source`` is the lower-case server UUID
 (``uuid:tag`` for a tagged GTID, MySQL 8.3+); for a MariaDB position ``domain-server-seq`` it is
@@ -17,8 +16,7 @@ domain, its sequence number is at least as high.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Final, Literal
+from typing import Final
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
@@ -36,7 +34,6 @@ __all__ = [
     "LAG_SAMPLE_SPAN",
     "SESSION",
     "STATEMENT_SPAN",
-    "asof",
     "clean_gtid_text",
     "explode_requests",
     "gtid_high",
@@ -350,121 +347,3 @@ def sessionize(statements: DataFrame) -> DataFrame:
         F.min(pinned)["why"].alias("pin_reason"),
     )
     return grouped.select(*[field.name for field in SESSION.fields])
-
-
-# --- as-of lookups ------------------------------------------------------------------------------
-
-Direction = Literal["past", "future"]
-#: At most this many buckets per key in an as-of lookup's carry table.
-_MAX_BUCKETS: Final = 5_000_000
-
-
-def asof(
-    queries: DataFrame,
-    events: DataFrame,
-    *,
-    keys: Sequence[str],
-    query_order: str,
-    event_order: str,
-    outputs: Mapping[str, str],
-    direction: Direction = "past",
-    inclusive: bool = True,
-    bucket: int | None = None,
-) -> DataFrame:
-    """``queries`` with one column per ``outputs`` entry (output name → event value column):
-    over the ``events`` with the same ``keys``, the largest value among those ordered at or
-    before the query (``direction="past"``), or the smallest among those at or after it
-    (``"future"``); strictly before/after when ``inclusive`` is false; null when there is none
-    (or when the query's order is null).  Null event values are ignored, so one pass can look
-    up several kinds of event, each in its own column.
-
-    Each key is one sorted window, so a few keys (a few replicas) would be a few tasks.  With
-    ``bucket`` the order axis is also cut into buckets of that width: each bucket is its own
-    window, and what earlier (later) buckets hold is carried in from a small per-bucket table,
-    so the work spreads over the cluster whatever the number of keys.
-
-    ``queries`` must not have columns whose names start with ``_`` and one letter (``_o``,
-    ``_b``…), which the lookup uses.
-    """
-    past = direction == "past"
-    pick = F.max if past else F.min
-    values = {f"_v{i}": (out, src) for i, (out, src) in enumerate(outputs.items())}
-    # The keys are hashed into one long: a window sorts by its partition keys first, and
-    # equal strings (every row of a partition) are compared in full, equal longs cheaply.
-    # Two key tuples sharing a hash (odds ~ n²/2⁶⁴ for n distinct tuples) would be merged.
-    key = F.xxhash64(*keys)
-    q = queries.withColumn("_o", F.col(query_order)).withColumn("_k", key)
-    e = events.select(
-        key.alias("_k"),
-        F.col(event_order).alias("_o"),
-        *[F.col(src).alias(tmp) for tmp, (_out, src) in values.items()],
-    ).where(F.col("_o").isNotNull())
-    parts = ["_k"]
-    if bucket is not None:
-        q = q.withColumn("_b", F.floor(F.col("_o") / F.lit(bucket)))
-        e = e.withColumn("_b", F.floor(F.col("_o") / F.lit(bucket)))
-        parts.append("_b")
-    # One running frame (unbounded preceding to the current row: incremental, where Spark
-    # recomputes an unbounded-following frame for every row), walking the order axis
-    # forwards for "past" and backwards for "future".  Ties: events sort before the query
-    # when inclusive, after it when not.  Queries without an order sort first and see none.
-    blank = q.withColumn("_q", F.lit(2))
-    for tmp in values:
-        blank = blank.withColumn(tmp, F.lit(None).cast(e.schema[tmp].dataType))
-    both = e.withColumn("_q", F.lit(1)).unionByName(blank, allowMissingColumns=True)
-    tie = F.col("_q") if inclusive else -F.col("_q")
-    axis = F.col("_o").asc_nulls_first() if past else F.col("_o").desc_nulls_first()
-    frame = (
-        Window.partitionBy(*parts)
-        .orderBy(axis, tie)
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    found = both.select(
-        "*", *[pick(tmp).over(frame).alias(out) for tmp, (out, _src) in values.items()]
-    ).where(F.col("_q") == 2)
-    if bucket is not None:
-        found = _carry(found, e, values, past)
-    return found.drop("_o", "_b", "_q", "_k", *values)
-
-
-def _carry(
-    found: DataFrame, e: DataFrame, values: Mapping[str, tuple[str, str]], past: bool
-) -> DataFrame:
-    """Combine each query's in-bucket results with what the other buckets hold: the max (min)
-    event values of all earlier (later) buckets of its key.
-
-    The carry table is built from the events alone, over every bucket from the key's first
-    event bucket to its last (a few thousand rows per key), and joined in by broadcast; the
-    queries are not read a second time, which in a chain of look-ups would recompute
-    everything upstream once more per step.
-    """
-    pick = F.max if past else F.min
-    per_bucket = e.groupBy("_k", "_b").agg(*[pick(tmp).alias(tmp) for tmp in values])
-    bounds = per_bucket.groupBy("_k").agg(F.min("_b").alias("_lo"), F.max("_b").alias("_hi"))
-    # Past: buckets lo..hi+1 (beyond hi everything is earlier); future: lo-1..hi.  A key
-    # whose events spread over more than _MAX_BUCKETS buckets (a clock gone wrong) is cut.
-    first, last = (F.col("_lo"), F.col("_hi") + 1) if past else (F.col("_lo") - 1, F.col("_hi"))
-    last = F.least(last, first + _MAX_BUCKETS)
-    dense = bounds.select("_k", F.explode(F.sequence(first, last)).alias("_cb"))
-    table = dense.join(per_bucket.withColumnRenamed("_b", "_cb"), ["_k", "_cb"], "left")
-    axis = F.col("_cb").asc() if past else F.col("_cb").desc()
-    frame = Window.partitionBy("_k").orderBy(axis).rowsBetween(Window.unboundedPreceding, -1)
-    carried = table.select(
-        "_k", "_cb", *[pick(tmp).over(frame).alias(f"_c{tmp}") for tmp in values]
-    )
-    # A query bucket outside the dense range takes its nearest end (same carry).
-    clamp = F.when(
-        F.col("_b").isNotNull(),
-        F.least(F.greatest(F.col("_b"), F.col("_lo")), F.col("_hi") + 1)
-        if past
-        else F.least(F.greatest(F.col("_b"), F.col("_lo") - 1), F.col("_hi")),
-    )
-    combine = F.greatest if past else F.least
-    joined = (
-        found.join(F.broadcast(bounds), "_k", "left")
-        .withColumn("_cb", clamp)
-        .join(F.broadcast(carried), ["_k", "_cb"], "left")
-    )
-    for tmp, (out, _src) in values.items():
-        joined = joined.withColumn(out, combine(F.col(out), F.col(f"_c{tmp}")))
-    return joined.drop("_lo", "_hi", "_cb", *[f"_c{tmp}" for tmp in values])

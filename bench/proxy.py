@@ -56,9 +56,14 @@ PYTHON = sys.executable
 USER, PASSWORD = "bench", "bench-secret"
 
 
+def compiled_modules() -> list[str]:
+    """The modules of :data:`COMPILED` that run compiled here (``make native``)."""
+    return [name for name in COMPILED if is_compiled(importlib.import_module(name))]
+
+
 def proxy_build() -> str:
     """How the proxy's modules run here: compiled by mypyc (``make native``) or from source."""
-    compiled = [name for name in COMPILED if is_compiled(importlib.import_module(name))]
+    compiled = compiled_modules()
     if len(compiled) == len(COMPILED):
         return f"compiled with mypyc ({len(compiled)} modules)"
     if compiled:
@@ -220,7 +225,7 @@ def profile(
         print("py-spy is not installed: no profile")
         return []
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    native = is_compiled(importlib.import_module("proxy.session"))
+    native = bool(compiled_modules())
     with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
         recorder = subprocess.Popen(
             [
@@ -414,7 +419,7 @@ def start_targets(
         command = [PYTHON, "-m", "proxy", "--config", str(config)]
         proc = stack.enter_context(process(command, port, cwd=ROOT))
         targets.append(Target(label, port, USER, PASSWORD, proc.pid))
-    if is_compiled(importlib.import_module("proxy.session")):
+    if compiled_modules():
         port = free_port()
         config = tmp / "proxy-source.toml"
         config.write_text(proxy_config(topology, port, False))

@@ -72,6 +72,11 @@ class BackendUnavailable(Error):
         self.login_error = login_error
 
 
+def _reason(exc: BaseException) -> str:
+    """What went wrong, for a log or an error message: the exception's text, else its type."""
+    return str(exc) or type(exc).__name__
+
+
 @dataclass(frozen=True, slots=True)
 class Credentials:
     """Who the proxy logs in as, and what the session's connections mirror."""
@@ -270,8 +275,7 @@ class BackendServer:
                     address.port,
                 )
         except (OSError, TimeoutError) as failure:
-            reason = str(failure) or type(failure).__name__
-            raise BackendUnavailable(address.name, reason) from failure
+            raise BackendUnavailable(address.name, _reason(failure)) from failure
         self.open_connections += 1
         conn.on_released = self._closed
         try:
@@ -292,7 +296,7 @@ class BackendServer:
             raise BackendUnavailable(address.name, refused.msg, login_error=refused) from refused
         except (*_CONNECT_ERRORS, ssl.SSLError) as lost:
             conn.abort()
-            raise BackendUnavailable(address.name, str(lost) or type(lost).__name__) from lost
+            raise BackendUnavailable(address.name, _reason(lost)) from lost
         except BaseException:
             conn.abort()
             raise
@@ -485,7 +489,7 @@ class HealthMonitor:
                             await self._stop.wait()
             except (BackendUnavailable, ConnectionClosed, TimeoutError, OSError, Error) as e:
                 if not self._stop.is_set():
-                    self._failed(str(e) or type(e).__name__)
+                    self._failed(_reason(e))
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(min(self._max_backoff, self.interval * 2)):
                             await self._stop.wait()
