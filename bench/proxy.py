@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from consistent.native import COMPILED, is_compiled  # noqa: E402
 from consistent.testing.mariadb import MariaDBTopology, start_topology  # noqa: E402
+from consistent.testing.source_copy import source_tree  # noqa: E402
 
 PYTHON = sys.executable
 USER, PASSWORD = "bench", "bench-secret"
@@ -423,28 +424,12 @@ def start_targets(
         port = free_port()
         config = tmp / "proxy-source.toml"
         config.write_text(proxy_config(topology, port, False))
-        source = source_tree(tmp / "source")
+        source = source_tree(tmp / "source", ROOT)
         command = [PYTHON, "-m", "proxy", "--config", str(config)]
         env = {**os.environ, "PYTHONPATH": str(source)}
         proc = stack.enter_context(process(command, port, cwd=source, env=env))
         targets.append(Target(FROM_SOURCE, port, USER, PASSWORD, proc.pid))
     return targets
-
-
-def source_tree(path: Path) -> Path:
-    """A copy of the packages without their compiled modules: the proxy from source, side by
-    side with the compiled one (``PYTHONPATH`` comes before the editable install)."""
-    skip = shutil.ignore_patterns("*.so", "__pycache__")
-    for package in ("consistent", "proxy"):
-        shutil.copytree(ROOT / package, path / package, ignore=skip)
-    check = "import proxy.session as m, consistent.native as n; print(n.is_compiled(m))"
-    env = {**os.environ, "PYTHONPATH": str(path)}
-    answer = subprocess.run(
-        [PYTHON, "-c", check], cwd=path, env=env, capture_output=True, text=True, check=True
-    )
-    if answer.stdout.strip() != "False":
-        raise RuntimeError(f"the source copy in {path} still imports compiled modules")
-    return path
 
 
 def median_results(rounds: list[dict[str, Result]]) -> dict[str, Result]:

@@ -21,6 +21,7 @@ changes in PyMySQL.
 from __future__ import annotations
 
 import errno as _errno
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from consistent.protocol.session_state import gtid_info as _gtid_info
 __all__ = [
     "CURSOR_CLASSES",
     "DISCONNECT_ERRNOS",
+    "PYMYSQL_OPTIONS",
     "OkTail",
     "TrackingConnection",
     "decode_ok_tail",
@@ -56,6 +58,16 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_NAMED: Final = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+#: The keyword arguments ``pymysql.connect`` accepts: ``consistent.connect`` passes any keyword
+#: that is not its own to PyMySQL, so a name outside this set is a mistake to report at once
+#: (a misspelt ``levle=`` would otherwise surface as a failed connection).
+PYMYSQL_OPTIONS: Final = frozenset(
+    name
+    for name, parameter in inspect.signature(pymysql.connections.Connection).parameters.items()
+    if parameter.kind in _NAMED
+)
 
 _STATE_CHANGED: Final = int(ServerStatus.SESSION_STATE_CHANGED)
 _IN_TRANS: Final = int(ServerStatus.IN_TRANS)

@@ -16,13 +16,18 @@ Three spellings reach the same :class:`ConnectConfig`:
 
 from __future__ import annotations
 
+import difflib
+import inspect
+import ipaddress
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from consistent.errors import InterfaceError
+from consistent.dbapi._pymysql import PYMYSQL_OPTIONS
+from consistent.errors import InterfaceError, ProgrammingError
 from consistent.policy import Level, OnTimeout, PolicyConfig
 from consistent.policy.states import FlavorName
 
@@ -51,6 +56,15 @@ _BOOL_OPTIONS: Final = frozenset({"local_infile", "ssl_verify_cert", "ssl_verify
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"0", "false", "no", "off"})
 
+# Option names whose values are secrets: ``repr()`` shows them masked.
+_SECRET: Final = frozenset({"password", "passwd", "ssl_key_password"})
+# A host name as RFC 1123 spells one (labels of letters, digits and inner hyphens; ``_`` is
+# tolerated, as resolvers do), or an IP literal (checked with ``ipaddress``).
+_HOST_NAME: Final = re.compile(
+    r"(?=.{1,253}\Z)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+    r"(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?"
+)
+
 #: Connecting to a replica gives up sooner than PyMySQL's default 10 s: a read that cannot
 #: reach one replica goes to another.
 DEFAULT_REPLICA_CONNECT_TIMEOUT: Final = 2.0
@@ -75,6 +89,14 @@ class ServerSpec:
     port: int = DEFAULT_PORT
     options: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        _check_host(self.host)
+
+    def __repr__(self) -> str:
+        return (
+            f"ServerSpec(host={self.host!r}, port={self.port!r}, options={_masked(self.options)})"
+        )
+
     @property
     def name(self) -> str:
         """``host:port``: the server's name in decisions, traces and replica knowledge."""
@@ -98,6 +120,7 @@ class ServerSpec:
             bad = _RESERVED & options.keys()
             if bad:
                 raise InterfaceError(f"options {sorted(bad)} cannot be set per server")
+            _check_known(options)
             return cls(host, port, options)
         if not isinstance(value, str) or not value.strip():
             raise InterfaceError(f"a server is 'host[:port]' or a dict, not {value!r}")
@@ -112,6 +135,22 @@ class ServerSpec:
             host, _, port_text = text.partition(":")
             return cls(host, _port(port_text, value))
         return cls(text)
+
+
+def _check_host(host: str) -> None:
+    """:class:`InterfaceError` unless ``host`` is an IP address or spells a host name."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not _HOST_NAME.fullmatch(host):
+            raise InterfaceError(
+                f"bad server address {host!r}: not a host name or an IP address"
+            ) from None
+
+
+def _masked(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with every secret replaced by ``'***'``, for ``repr()``."""
+    return {k: "***" if k in _SECRET and v is not None else v for k, v in options.items()}
 
 
 def _port(value: object, where: object) -> int:
@@ -138,6 +177,15 @@ class ConnectConfig:
     #: PyMySQL options shared by every server (user, password, database, charset…).
     options: Mapping[str, Any] = field(default_factory=dict)
     replica_connect_timeout: float = DEFAULT_REPLICA_CONNECT_TIMEOUT
+
+    def __repr__(self) -> str:
+        # The shared options hold the password: show everything else as the dataclass would.
+        return (
+            f"ConnectConfig(primary={self.primary!r}, replicas={self.replicas!r}, "
+            f"policy={self.policy!r}, flavor={self.flavor!r}, autocommit={self.autocommit!r}, "
+            f"options={_masked(self.options)!r}, "
+            f"replica_connect_timeout={self.replica_connect_timeout!r})"
+        )
 
     def server_options(self, server: ServerSpec, *, replica: bool) -> dict[str, Any]:
         """The PyMySQL keyword arguments for ``server``."""
@@ -206,6 +254,17 @@ def parse_boolean(label: str, text: str) -> bool:
     raise InterfaceError(f"{label} must be a boolean, not {text!r}")
 
 
+def _check_known(options: Mapping[str, Any]) -> None:
+    """:class:`ProgrammingError` naming the first option that neither ``consistent.connect``
+    nor PyMySQL knows, with the closest known name when one is close."""
+    for name in options:
+        if name not in PYMYSQL_OPTIONS:
+            known = sorted(PYMYSQL_OPTIONS | _OWN_OPTIONS)
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ProgrammingError(f"unknown connection option {name!r}{hint}")
+
+
 def _option(key: str, value: str) -> Any:
     if key in _INT_OPTIONS:
         return int(parse_number(key, value))
@@ -221,6 +280,13 @@ def _redact(url: str) -> str:
     if parts.password is None:
         return url
     return url.replace(f":{parts.password}@", ":***@", 1)
+
+
+def _own_options() -> frozenset[str]:
+    """The keywords ``consistent.connect`` takes itself (everything else goes to PyMySQL)."""
+    named = inspect.signature(build_config).parameters.values()
+    own = {p.name for p in named if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return frozenset(own | {"dsn", "knowledge", "cursorclass", "telemetry", "replica"})
 
 
 def build_config(
@@ -252,6 +318,7 @@ def build_config(
     bad = _RESERVED & options.keys()
     if bad:
         raise InterfaceError(f"options {sorted(bad)} are managed by consistent")
+    _check_known(options)
     if isinstance(replicas, str):
         replicas = [r for r in replicas.split(",") if r.strip()]
     primary_spec = ServerSpec.parse(primary)
@@ -279,3 +346,6 @@ def build_config(
         options=options,
         replica_connect_timeout=replica_connect_timeout,
     )
+
+
+_OWN_OPTIONS: Final = _own_options()

@@ -22,6 +22,7 @@ one and the span is :data:`~consistent.telemetry.NOOP_SPAN`: nothing is allocate
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -150,6 +151,8 @@ class Connection:
         self._pending: PendingGtids | None = None
         self._cursorclass: type[Cursor] = cursorclass or Cursor
         self.last_decision: Decision | None = None
+        for spec in config.replicas:
+            _check_resolves(spec)
         primary_options = config.server_options(config.primary, replica=False)
         primary_options["autocommit"] = config.autocommit
         self._primary = ServerLink(
@@ -245,13 +248,18 @@ class Connection:
 
     @property
     def token(self) -> str:
-        """The session's consistency token (``""`` when it requires nothing)."""
+        """The session's consistency token (``""`` when it requires nothing).
+        :class:`~consistent.errors.InterfaceError` once the connection is closed."""
+        self._check_not_closed()
         self._drain()
         return self._policy.token
 
-    def require(self, token: str) -> None:
+    def require(self, token: object) -> None:
         """Make later reads see everything ``token`` stands for (from another session).
-        Raises :class:`~consistent.errors.MalformedGtidSet` (1772) for a malformed token."""
+        Raises :class:`~consistent.errors.MalformedGtidSet` (1772) for anything that is not a
+        token's text, and :class:`~consistent.errors.InterfaceError` once the connection is
+        closed."""
+        self._check_not_closed()
         self._drain()
         self._policy.require(token)
 
@@ -399,9 +407,12 @@ class Connection:
 
     # ------------------------------------------------------------------ internals used by cursors
 
-    def _check_open(self) -> None:
+    def _check_not_closed(self) -> None:
         if self._closed:
             raise errors.InterfaceError("the connection is closed")
+
+    def _check_open(self) -> None:
+        self._check_not_closed()
         if self._lost is not None:
             raise errors.OperationalError(_PRIMARY_LOST, self._lost)
 
@@ -677,3 +688,16 @@ def _query_ok(raw: TrackingConnection) -> None:
 
 def _is_server_error(exc: BaseException) -> bool:
     return _pymysql.is_server_error(exc)
+
+
+def _check_resolves(spec: ServerSpec) -> None:
+    """:class:`~consistent.errors.InterfaceError` when a replica's host does not resolve.
+
+    Replicas connect lazily, so a mistyped one would otherwise surface only when a read picks
+    it, and then be skipped as if it were down: say so at ``connect()`` instead."""
+    try:
+        socket.getaddrinfo(spec.host, spec.port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise errors.InterfaceError(
+            f"replica {spec.name}: unknown host {spec.host!r} ({exc.strerror or exc})"
+        ) from None

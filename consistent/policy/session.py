@@ -267,8 +267,10 @@ class SessionPolicy:
         """The required set as a consistency token (``""`` when nothing is required)."""
         return format_token(self._required)
 
-    def require(self, token: str) -> None:
-        """Merge a token from another session (raises ``MalformedGtidSet``, 1772)."""
+    def require(self, token: object) -> None:
+        """Merge a token from another session (raises ``MalformedGtidSet``, 1772, for
+        anything that is not a token's text: ``object``, so that the compiled build checks
+        nothing before :func:`parse_token` does and answers as the source does)."""
         self._required = merge(self._required, _parse_token(token, self._flavor)) or self._required
 
     def forget_required(self) -> None:
