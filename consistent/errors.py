@@ -4,12 +4,18 @@ Server errors keep ``args == (errno, message)`` and carry ``sqlstate``, exactly 
 do, because SQLAlchemy reads ``args[0]`` to recognise disconnects (1927, 2006, 2013, 2014, 2045,
 2055, 4031).  Our own consistency errors therefore use errnos outside that list.
 
+Every class is also a subclass of PyMySQL's class of the same name (``pymysql.err``), so
+code written against PyMySQL (``except pymysql.err.IntegrityError``) keeps catching what the
+wrapper raises; ``isinstance(e, consistent.errors.Error)`` still tells ours apart.
+
 Protocol errors are split by blame, as h11 does: :class:`RemoteProtocolError` when the peer sent
 bytes that do not parse, :class:`LocalProtocolError` when our own code asked for something the
 protocol cannot express.
 """
 
 from __future__ import annotations
+
+import pymysql.err
 
 __all__ = [
     "ER_MALFORMED_GTID_SET_SPECIFICATION",
@@ -40,11 +46,11 @@ ER_CONSISTENCY_TIMEOUT = 4900
 _GENERAL_SQLSTATE = "HY000"
 
 
-class Warning(Exception):  # PEP 249 requires this exact name
+class Warning(pymysql.err.Warning):  # PEP 249 requires this exact name
     """PEP 249 ``Warning``: important warnings such as data truncation."""
 
 
-class Error(Exception):
+class Error(pymysql.err.Error):
     """Root of every exception raised by ``consistent`` (PEP 249 ``Error``).
 
     When the error comes from, or imitates, a server error, ``args`` is ``(errno, message)``
@@ -72,35 +78,35 @@ class Error(Exception):
         return str(self.args[0]) if self.args else ""
 
 
-class InterfaceError(Error):
+class InterfaceError(Error, pymysql.err.InterfaceError):
     """Misuse of the interface rather than a problem in the database."""
 
 
-class DatabaseError(Error):
+class DatabaseError(Error, pymysql.err.DatabaseError):
     """An error related to the database."""
 
 
-class DataError(DatabaseError):
+class DataError(DatabaseError, pymysql.err.DataError):
     """Bad data: division by zero, value out of range, malformed values."""
 
 
-class OperationalError(DatabaseError):
+class OperationalError(DatabaseError, pymysql.err.OperationalError):
     """The database's operation failed: lost connection, timeouts, server unavailable."""
 
 
-class IntegrityError(DatabaseError):
+class IntegrityError(DatabaseError, pymysql.err.IntegrityError):
     """Relational integrity is violated, for example a duplicate key."""
 
 
-class InternalError(DatabaseError):
+class InternalError(DatabaseError, pymysql.err.InternalError):
     """The database hit an internal error."""
 
 
-class ProgrammingError(DatabaseError):
+class ProgrammingError(DatabaseError, pymysql.err.ProgrammingError):
     """Bad SQL, a missing table, a wrong number of parameters."""
 
 
-class NotSupportedError(DatabaseError):
+class NotSupportedError(DatabaseError, pymysql.err.NotSupportedError):
     """A method or feature the database, or this middleware, does not support."""
 
 

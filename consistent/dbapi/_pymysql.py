@@ -309,7 +309,11 @@ def force_close(conn: TrackingConnection) -> None:
 
 
 def is_disconnect(exc: BaseException) -> bool:
-    """True when ``exc`` means the connection is unusable (as opposed to an SQL error)."""
+    """True when ``exc``, raised by PyMySQL, means the connection is unusable (as opposed to
+    an SQL error).  Our own errors subclass PyMySQL's too, but they are decided where they are
+    raised: never a disconnect here."""
+    if isinstance(exc, errors.Error):
+        return False
     if isinstance(exc, pymysql.err.InterfaceError):
         return True  # PyMySQL raises InterfaceError(0, '') on a closed connection
     if isinstance(exc, pymysql.err.OperationalError | pymysql.err.InternalError):
@@ -324,7 +328,10 @@ def is_disconnect(exc: BaseException) -> bool:
 
 
 def is_server_error(exc: BaseException) -> bool:
-    """True for an error the server answered with (an ERR packet), connection intact."""
+    """True for an error the server answered PyMySQL with (an ERR packet), connection
+    intact; never one of our own errors."""
+    if isinstance(exc, errors.Error):
+        return False
     return isinstance(exc, pymysql.err.MySQLError) and not is_disconnect(exc)
 
 
