@@ -45,6 +45,7 @@ from proxy.handshake import (
 from proxy.metrics import ProxyMetrics
 from proxy.session import Session
 from proxy.stream import ConnectionClosed, PacketEndpoint, frame
+from proxy.threads import new_session_id
 
 __all__ = ["ProxyServer"]
 
@@ -120,7 +121,8 @@ class ProxyServer:
         self._sessions: dict[int, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending_logins = 0
-        self._next_id = 1
+        #: Proxy ids of the sessions and of the logins in progress (never two alike).
+        self._ids: set[int] = set()
         self._listener: asyncio.Server | None = None
         self._flavor: Flavor | None = None
         self._server_version = ""
@@ -361,6 +363,7 @@ class ProxyServer:
         config = self._config
         peer = ep.transport.get_extra_info("peername") if ep.transport else None
         host = str(peer[0]) if isinstance(peer, tuple) and peer else "localhost"
+        peer_port = int(peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else 0
         if self._closing or len(self._sessions) + self._pending_logins >= config.max_connections:
             errno, message = (
                 (ER_SERVER_SHUTDOWN, "Server shutdown in progress")
@@ -373,8 +376,17 @@ class ProxyServer:
             ep.close()
             await ep.wait_closed(5.0)
             return
-        connection_id = self._next_id
-        self._next_id = self._next_id % 0xFFFFFFFF + 1
+        connection_id = new_session_id(self._ids)
+        self._ids.add(connection_id)
+        try:
+            await self._login_and_serve(ep, connection_id, host, peer_port)
+        finally:
+            self._ids.discard(connection_id)
+
+    async def _login_and_serve(
+        self, ep: _ClientEndpoint, connection_id: int, host: str, peer_port: int
+    ) -> None:
+        config = self._config
         self._pending_logins += 1
         task = asyncio.current_task()
         if task is not None:
@@ -424,6 +436,7 @@ class ProxyServer:
             database=login.database,
             nonce=login.nonce,
             peer=host,
+            peer_port=peer_port,
             tls=login.tls,
         )
         self._sessions[connection_id] = session
