@@ -69,7 +69,8 @@ def _context(ca: str) -> ssl.SSLContext:
 def _pymysql(port: int, user: str, password: str, ca: str | None) -> int:
     import pymysql
 
-    tls: dict[str, Any] = {"ssl_ca": ca} if ca else {}
+    # PyMySQL prefers TLS when the server offers it: plain must be asked for.
+    tls: dict[str, Any] = {"ssl_ca": ca} if ca else {"ssl_disabled": True}
     conn = pymysql.connect(
         host="127.0.0.1", port=port, user=user, password=password, connect_timeout=TIMEOUT, **tls
     )
@@ -84,7 +85,7 @@ def _pymysql(port: int, user: str, password: str, ca: str | None) -> int:
 def _mysqlclient(port: int, user: str, password: str, ca: str | None) -> int:
     import MySQLdb
 
-    tls: dict[str, Any] = {"ssl": {"ca": ca}} if ca else {}
+    tls: dict[str, Any] = {"ssl": {"ca": ca}} if ca else {"ssl_mode": "DISABLED"}
     conn = MySQLdb.connect(
         host="127.0.0.1", port=port, user=user, password=password, connect_timeout=TIMEOUT, **tls
     )
@@ -128,7 +129,7 @@ def _connector_c(port: int, user: str, password: str, ca: str | None) -> int:
 def _mariadb_connector(port: int, user: str, password: str, ca: str | None) -> int:
     import mariadb
 
-    tls: dict[str, Any] = {"ssl_ca": ca, "ssl_verify_cert": True} if ca else {}
+    tls: dict[str, Any] = {"ssl_ca": ca, "ssl_verify_cert": True} if ca else {"ssl": False}
     conn = mariadb.connect(
         host="127.0.0.1", port=port, user=user, password=password, connect_timeout=TIMEOUT, **tls
     )
