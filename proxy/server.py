@@ -170,6 +170,11 @@ class ProxyServer:
         return self._sessions.get(connection_id)
 
     @property
+    def login_gate(self) -> LoginGate:
+        """The limits on logins in progress (:mod:`proxy.admission`)."""
+        return self._gate
+
+    @property
     def sessions(self) -> Mapping[int, Session]:
         return self._sessions
 

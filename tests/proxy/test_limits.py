@@ -149,7 +149,7 @@ def test_a_flood_from_one_address_leaves_room_for_others(
     make_proxy: Callable[..., ProxyThread],
 ) -> None:
     proxy = make_proxy()
-    gate = proxy.run(lambda: proxy.server._gate)
+    gate = proxy.run(lambda: proxy.server.login_gate)
     per_address = proxy.server.config.max_unauthenticated_per_address
 
     def handled() -> bool:
@@ -174,7 +174,7 @@ def test_the_global_limit_makes_room_for_a_new_address(
     make_proxy: Callable[..., ProxyThread],
 ) -> None:
     proxy = make_proxy(max_unauthenticated=8, max_unauthenticated_per_address=8)
-    gate = proxy.run(lambda: proxy.server._gate)
+    gate = proxy.run(lambda: proxy.server.login_gate)
     with idle_sockets(proxy.port, 8, "127.0.0.3") as held:
         wait_until(lambda: proxy.run(lambda: gate.pending) == 8, "the idle logins")
         conn = login(proxy.port, source="127.0.0.2")  # takes the place of the oldest
