@@ -13,15 +13,18 @@ Modules, from the socket up:
 ``relay``          the response state machine: where each backend response ends, what changes
 ``backends``       backend connections, per-server accounting, the health/GTID monitor
 ``statements``     prepared statements across backends (id mapping, types, long data)
-``intercept``      ``SET/SELECT @@consistent_level|token`` and ``KILL``, answered by the proxy
+``intercept``      ``SET/SELECT @@consistent_level|token``, answered by the proxy
+``threads``        connection ids: ``KILL``, ``CONNECTION_ID()``, ``SHOW PROCESSLIST``
 ``sessionbase``    a session's state, lifecycle and replies
 ``clientio``       the client's byte stream framed into commands
 ``slowpath``       what a session awaits: connections, replays, waits, resets
 ``session``        commands, routing (fast path), completion
 ``server``         the listener, the sessions, the monitors, reload and graceful shutdown
+``admission``      the limits on logins in progress, per client address and in all
 ``admin``          HTTP ``/metrics`` (Prometheus) and ``/status`` (JSON) on loopback
 ``config``         the TOML configuration and its command-line overrides
 ``cli``            ``consistent proxy --config FILE`` (``python -m proxy`` too)
+``logformat``      the text and JSON log formats (one line per record, controls escaped)
 ``testing``        a proxy on a background thread, for tests and benches
 =================  ========================================================================
 """

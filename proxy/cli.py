@@ -3,8 +3,10 @@
 Command-line options override the file (and keep overriding it across reloads); ``SIGHUP``
 re-reads the file and applies its backends and users without disturbing sessions in flight;
 ``SIGTERM``/``SIGINT`` shut down gracefully (sessions drain until ``shutdown_timeout``).
-Logs go to stderr, as JSON lines with ``--log-format json``; no log line carries a password
-(configuration objects hide their secrets from ``repr``).
+Logs go to stderr, one line per record, as text or as JSON lines with ``--log-format json``
+(:mod:`proxy.logformat`: control characters are escaped in every field, so what a client
+sends cannot forge a line); no log line carries a password (configuration objects hide their
+secrets from ``repr``).
 
 The subcommand is registered by ``consistent.cli`` through :func:`add_proxy_command`;
 ``python -m proxy --config FILE`` runs it directly.
@@ -15,40 +17,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import json
 import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from proxy.config import ConfigError, ProxyConfig, load
+from proxy.logformat import JsonFormatter, TextFormatter
 from proxy.server import ProxyServer
 
-__all__ = ["add_proxy_command", "command", "configure_parser", "main", "overrides_from"]
+__all__ = [
+    "JsonFormatter",
+    "add_proxy_command",
+    "command",
+    "configure_parser",
+    "main",
+    "overrides_from",
+]
 
 logger = logging.getLogger(__name__)
 
 _ADMIN_TOKEN_ENV = "CONSISTENT_PROXY_ADMIN_TOKEN"
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per log record: time, level, logger, message (and exception)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +89,7 @@ def setup_logging(level: str, fmt: str) -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

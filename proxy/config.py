@@ -11,6 +11,9 @@ Example (every key but ``backends.primary`` and one user is optional)::
     local_infile = false             # LOAD DATA LOCAL INFILE is refused unless true
     default_auth_plugin = "mysql_native_password"
     max_connections = 4096
+    max_unauthenticated = 1024       # logins in progress at once (see proxy/admission.py)
+    max_unauthenticated_per_address = 64
+    connect_timeout = 10.0           # handshake deadline: accept to login OK, TLS included
     shutdown_timeout = 10.0
 
     [tls]                            # TLS to clients (optional)
@@ -213,7 +216,11 @@ class ProxyConfig:
     local_infile: bool = False
     default_auth_plugin: str = MYSQL_NATIVE_PASSWORD
     max_connections: int = 4096
+    #: Logins in progress at once, and from one client address (:mod:`proxy.admission`).
+    max_unauthenticated: int = 1024
+    max_unauthenticated_per_address: int = 64
     max_allowed_packet: int = 64 * 1024 * 1024
+    #: The handshake deadline: from accept to the login's OK (TLS upgrade included).
     connect_timeout: float = 10.0
     shutdown_timeout: float = 10.0
     server_version: str | None = None
@@ -237,6 +244,8 @@ _TOP_KEYS: Final = frozenset(
         "local_infile",
         "default_auth_plugin",
         "max_connections",
+        "max_unauthenticated",
+        "max_unauthenticated_per_address",
         "max_allowed_packet",
         "connect_timeout",
         "shutdown_timeout",
@@ -451,6 +460,10 @@ def parse(data: Mapping[str, Any], *, source: Path | None = None) -> ProxyConfig
             data.get("default_auth_plugin", MYSQL_NATIVE_PASSWORD), "default_auth_plugin"
         ),
         max_connections=_integer(data.get("max_connections", 4096), "max_connections"),
+        max_unauthenticated=_integer(data.get("max_unauthenticated", 1024), "max_unauthenticated"),
+        max_unauthenticated_per_address=_integer(
+            data.get("max_unauthenticated_per_address", 64), "max_unauthenticated_per_address"
+        ),
         max_allowed_packet=_integer(
             data.get("max_allowed_packet", 64 * 1024 * 1024), "max_allowed_packet"
         ),

@@ -8,8 +8,11 @@ configured users; there is no open relay.  Two plugins are served, per user:
 * ``caching_sha2_password``: the fast path checks the scramble against
   ``SHA256(SHA256(password))`` (known at once for users configured with a plaintext password,
   learnt after the first full authentication for users configured with a native hash); a miss
-  asks for the full password (AuthMoreData ``0x04``), in clear over TLS, else encrypted with the
-  proxy's RSA key, which a client without it requests with ``0x02``.
+  or a mismatch asks for the full password (AuthMoreData ``0x04``), in clear over TLS, else
+  encrypted with the proxy's RSA key, which a client without it requests with ``0x02`` — as
+  mysqld does, so that clients which scramble with the wrong nonce (aiomysql, asyncmy) still
+  log in, and a wrong password is still refused.  The exchange itself is
+  :class:`~consistent.protocol.auth.CachingSha2Server`, shared with the emulator.
 
 A client that starts with another plugin than its user's gets an AuthSwitchRequest with the
 same nonce.  Failures are ERR 1045 (SQLSTATE 28000), as mysqld sends them.
@@ -33,22 +36,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
 from consistent.errors import OperationalError, RemoteProtocolError
 from consistent.protocol import (
     CACHING_SHA2_PASSWORD,
     MYSQL_NATIVE_PASSWORD,
-    AuthMoreData,
     AuthSwitchRequest,
     CachingSha2,
+    CachingSha2Server,
     Capability,
     ErrPacket,
     HandshakeResponse41,
     HandshakeV10,
+    RsaKeyPair,
     ServerStatus,
-    build_auth_more_data,
+    Verdict,
     build_auth_switch_request,
     build_err,
     build_handshake_response41,
@@ -56,7 +57,6 @@ from consistent.protocol import (
     build_ok,
     build_ssl_request,
     caching_sha2_hash,
-    decrypt_password_rsa,
     encrypt_password_rsa,
     is_ssl_request,
     native_password_hash,
@@ -66,7 +66,6 @@ from consistent.protocol import (
     parse_handshake_v10,
     scramble_caching_sha2,
     scramble_native_password,
-    verify_caching_sha2,
     verify_native_password,
 )
 from consistent.protocol.handshake import SSLRequest
@@ -208,9 +207,10 @@ class Authenticator:
     def __init__(self, users: Mapping[str, UserConfig], *, rsa_key_bits: int = 2048) -> None:
         self._users: Mapping[str, UserConfig] = dict(users)
         self._cache: dict[str, bytes] = {}
-        self._rsa_key_bits = rsa_key_bits
-        self._private_pem: bytes | None = None
-        self._public_pem: bytes | None = None
+        self._keys = RsaKeyPair(bits=rsa_key_bits)
+        #: caching_sha2_password logins that needed full authentication (a cache miss, or a
+        #: scramble that failed the fast check).
+        self.full_authentications = 0
 
     @property
     def users(self) -> Mapping[str, UserConfig]:
@@ -225,18 +225,10 @@ class Authenticator:
             if old.get(name) != self._users.get(name):
                 del self._cache[name]
 
-    def _keys(self) -> tuple[bytes, bytes]:
-        if self._private_pem is None or self._public_pem is None:
-            key = rsa.generate_private_key(public_exponent=65537, key_size=self._rsa_key_bits)
-            self._private_pem = key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-            self._public_pem = key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-        return self._private_pem, self._public_pem
+    def flush_cache(self) -> None:
+        """Forget the caching_sha2_password hashes learnt from full authentications (as
+        ``FLUSH PRIVILEGES`` empties mysqld's cache)."""
+        self._cache.clear()
 
     # ----------------------------------------------------------------- password checks
 
@@ -414,32 +406,32 @@ class Authenticator:
         seq: int,
         tls: bool,
     ) -> tuple[bool, int]:
-        if not scramble:
-            return self._empty_password(user), seq
-        cached = self._sha2_hash(user)
-        if cached is not None:
-            if verify_caching_sha2(scramble, nonce, cached):
-                fast = AuthMoreData(bytes((CachingSha2.FAST_AUTH_SUCCESS,)))
-                _send(ep, build_auth_more_data(fast), seq + 1)
-                return True, (seq + 1) & 0xFF
+        """Drive :class:`CachingSha2Server`: a fast-auth miss or mismatch asks for the
+        password (in clear over TLS, else RSA-encrypted); the verified password fills the
+        cache."""
+        exchange = CachingSha2Server(
+            nonce=nonce,
+            cached=self._sha2_hash(user),
+            secure=tls,
+            keys=self._keys,
+            check=lambda password: self._check_password(user, password),
+            empty_password=self._empty_password(user),
+        )
+        step = exchange.start(scramble)
+        if step.verdict is Verdict.READ:
+            self.full_authentications += 1
+        while True:
+            if step.reply is not None:
+                seq = (seq + 1) & 0xFF
+                _send(ep, step.reply, seq)
+            if step.verdict is not Verdict.READ:
+                break
+            seq, packet = await ep.read_packet(None)
+            step = exchange.receive(packet)
+        if step.verdict is not Verdict.ACCEPT:
             return False, seq
-        full = AuthMoreData(bytes((CachingSha2.PERFORM_FULL_AUTHENTICATION,)))
-        _send(ep, build_auth_more_data(full), seq + 1)
-        seq, data = await ep.read_packet(None)
-        if tls:
-            password = data[:-1] if data.endswith(b"\x00") else data
-        else:
-            private_pem, public_pem = self._keys()
-            if data == bytes((CachingSha2.REQUEST_PUBLIC_KEY,)):
-                _send(ep, build_auth_more_data(AuthMoreData(public_pem)), seq + 1)
-                seq, data = await ep.read_packet(None)
-            try:
-                password = decrypt_password_rsa(data, nonce, private_pem)
-            except RemoteProtocolError:
-                return False, seq
-        if not self._check_password(user, password):
-            return False, seq
-        self._cache[user.name] = caching_sha2_hash(password)
+        if step.password is not None:
+            self._cache[user.name] = caching_sha2_hash(step.password)
         return True, seq
 
 

@@ -17,8 +17,8 @@ proxy and set on a session of another carries causality between them (DESIGN "Co
 levels").  A per-statement level also works as a leading comment hint, handled by the
 classifier: ``/* consistent: level=eventual */ SELECT …``.
 
-``KILL [CONNECTION | QUERY] <id>`` is intercepted too, because the ids clients know are the
-proxy's connection ids, not a server's.
+``KILL``, ``SELECT CONNECTION_ID()`` and ``SHOW PROCESSLIST`` are answered by the proxy too:
+see :mod:`proxy.threads`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from consistent.protocol import (
 )
 from proxy.stream import frame
 
-__all__ = ["Intercept", "Kill", "parse_intercept", "parse_kill", "single_value_result"]
+__all__ = ["Intercept", "parse_intercept", "single_value_result"]
 
 _NAME: Final = r"@@(?:session\.)?consistent_(?P<var>level|token)"
 _SET: Final = re.compile(
@@ -53,9 +53,6 @@ _SET: Final = re.compile(
     re.IGNORECASE,
 )
 _SELECT: Final = re.compile(r"\s*SELECT\s+" + _NAME + r"\s*;?\s*\Z", re.IGNORECASE)
-_KILL: Final = re.compile(
-    r"\s*KILL\s+(?:(?P<what>CONNECTION|QUERY)\s+)?(?P<id>[0-9]{1,10})\s*;?\s*\Z", re.IGNORECASE
-)
 _DEPRECATE_EOF: Final = int(Capability.DEPRECATE_EOF)
 
 
@@ -68,14 +65,6 @@ class Intercept:
     value: str | None = None
     #: The column name mysqld would give the SELECT (the expression as written).
     column: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Kill:
-    """``KILL [CONNECTION|QUERY] id``."""
-
-    connection_id: int
-    query_only: bool
 
 
 def parse_intercept(sql: bytes) -> Intercept | None:
@@ -92,15 +81,6 @@ def parse_intercept(sql: bytes) -> Intercept | None:
         value = m["sq"] if m["sq"] is not None else m["dq"] if m["dq"] is not None else m["word"]
         return Intercept("set", m["var"].lower(), value)
     return None
-
-
-def parse_kill(sql: bytes) -> Kill | None:
-    """``KILL`` with a numeric id, or ``None``."""
-    m = _KILL.match(sql.decode("utf-8", "surrogateescape"))
-    if m is None:
-        return None
-    what = (m["what"] or "CONNECTION").upper()
-    return Kill(int(m["id"]), query_only=what == "QUERY")
 
 
 def single_value_result(

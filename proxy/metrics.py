@@ -83,7 +83,14 @@ class ProxyMetrics:
 
     def __init__(self) -> None:
         self.sessions_total = 0
+        #: Sessions whose client upgraded to TLS.
+        self.tls_sessions_total = 0
         self.auth_failures = 0
+        #: Connections closed before the handshake by a limit (``max_connections``,
+        #: ``max_unauthenticated``, ``max_unauthenticated_per_address``).
+        self.connections_refused = 0
+        #: Logins that did not finish within ``connect_timeout`` (the handshake deadline).
+        self.handshake_timeouts = 0
         self.client_protocol_errors = 0
         # (target, reason) -> statements routed, but for the live tallies' runs.
         self._routed: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -148,7 +155,20 @@ class _Collector(Collector):
     def collect(self) -> Iterator[Metric]:
         m = self._m
         yield _counter("consistent_proxy_sessions", "Client sessions opened", m.sessions_total)
+        yield _counter(
+            "consistent_proxy_tls_sessions", "Client sessions over TLS", m.tls_sessions_total
+        )
         yield _counter("consistent_proxy_auth_failures", "Failed client logins", m.auth_failures)
+        yield _counter(
+            "consistent_proxy_connections_refused",
+            "Connections refused by a connection limit before the handshake",
+            m.connections_refused,
+        )
+        yield _counter(
+            "consistent_proxy_handshake_timeouts",
+            "Logins that missed the handshake deadline (connect_timeout)",
+            m.handshake_timeouts,
+        )
         yield _counter(
             "consistent_proxy_client_protocol_errors",
             "Clients closed for malformed packets",

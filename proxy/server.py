@@ -30,9 +30,10 @@ from typing import Final
 
 from consistent.flavors import Flavor, detect_flavor, flavor_by_name
 from consistent.policy import PRIMARY, ReplicaKnowledge
-from consistent.protocol import Capability, ErrPacket, build_err
+from consistent.protocol import Capability, ErrorCode, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
 from proxy.admin import AdminServer
+from proxy.admission import LoginGate
 from proxy.backends import BackendServer, Credentials, HealthMonitor
 from proxy.config import ConfigError, ProxyConfig
 from proxy.handshake import (
@@ -45,12 +46,12 @@ from proxy.handshake import (
 from proxy.metrics import ProxyMetrics
 from proxy.session import Session
 from proxy.stream import ConnectionClosed, PacketEndpoint, frame
+from proxy.threads import new_session_id
 
 __all__ = ["ProxyServer"]
 
 logger = logging.getLogger(__name__)
 
-ER_CON_COUNT_ERROR: Final = 1040
 ER_SERVER_SHUTDOWN: Final = 1053
 _DEFAULT_VERSIONS: Final = {
     "mysql": "8.0.36-consistent",
@@ -119,8 +120,11 @@ class ProxyServer:
         self._logins: dict[_ClientEndpoint, asyncio.Task[None]] = {}
         self._sessions: dict[int, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._pending_logins = 0
-        self._next_id = 1
+        self._gate = LoginGate(
+            total=config.max_unauthenticated, per_address=config.max_unauthenticated_per_address
+        )
+        #: Proxy ids of the sessions and of the logins in progress (never two alike).
+        self._ids: set[int] = set()
         self._listener: asyncio.Server | None = None
         self._flavor: Flavor | None = None
         self._server_version = ""
@@ -164,6 +168,11 @@ class ProxyServer:
 
     def session(self, connection_id: int) -> Session | None:
         return self._sessions.get(connection_id)
+
+    @property
+    def login_gate(self) -> LoginGate:
+        """The limits on logins in progress (:mod:`proxy.admission`)."""
+        return self._gate
 
     @property
     def sessions(self) -> Mapping[int, Session]:
@@ -298,6 +307,8 @@ class ProxyServer:
         """Adopt a new configuration: users and backends.  Sessions in flight keep the
         configuration they started with; the listening address does not change."""
         self._authenticator.users = config.users
+        self._gate.total = config.max_unauthenticated
+        self._gate.per_address = config.max_unauthenticated_per_address
         self._backend_tls = _backend_tls(config)
         self._front_tls = _server_tls(config)
         self._apply_backends(config)
@@ -358,24 +369,45 @@ class ProxyServer:
             logger.error("client task failed", exc_info=task.exception())
 
     async def _serve(self, ep: _ClientEndpoint) -> None:
-        config = self._config
         peer = ep.transport.get_extra_info("peername") if ep.transport else None
         host = str(peer[0]) if isinstance(peer, tuple) and peer else "localhost"
-        if self._closing or len(self._sessions) + self._pending_logins >= config.max_connections:
-            errno, message = (
-                (ER_SERVER_SHUTDOWN, "Server shutdown in progress")
-                if self._closing
-                else (ER_CON_COUNT_ERROR, "Too many connections")
-            )
-            ep.write(
-                frame(build_err(ErrPacket(errno, "08004", message), Capability.PROTOCOL_41), 0)
-            )
+        peer_port = int(peer[1]) if isinstance(peer, tuple) and len(peer) > 1 else 0
+        refusal = self._refusal(ep, host)
+        if refusal is not None:
+            self._metrics.connections_refused += 1
+            ep.write(frame(build_err(refusal, Capability.PROTOCOL_41), 0))
             ep.close()
             await ep.wait_closed(5.0)
             return
-        connection_id = self._next_id
-        self._next_id = self._next_id % 0xFFFFFFFF + 1
-        self._pending_logins += 1
+        connection_id = new_session_id(self._ids)
+        self._ids.add(connection_id)
+        try:
+            await self._login_and_serve(ep, connection_id, host, peer_port)
+        finally:
+            self._ids.discard(connection_id)
+            self._gate.done(host, ep)
+
+    def _refusal(self, ep: _ClientEndpoint, host: str) -> ErrPacket | None:
+        """Why a new connection may not start its login (``None``: it may, and it counts as
+        a login in progress from now on).  See :mod:`proxy.admission`."""
+        if self._closing:
+            return ErrPacket(ER_SERVER_SHUTDOWN, "08S01", "Server shutdown in progress")
+        if len(self._sessions) + self._gate.pending >= self._config.max_connections:
+            return ErrPacket(ErrorCode.CON_COUNT_ERROR, "08004", "Too many connections")
+        admission = self._gate.admit(host, ep)
+        if not admission.admitted:
+            logger.debug("connection from %s refused: %s", host, admission.reason)
+            return ErrPacket(ErrorCode.CON_COUNT_ERROR, "08004", "Too many connections")
+        evicted = admission.evicted
+        if evicted is not None:
+            logger.debug("too many logins in progress: closing an older one to admit %s", host)
+            evicted.abort()
+        return None
+
+    async def _login_and_serve(
+        self, ep: _ClientEndpoint, connection_id: int, host: str, peer_port: int
+    ) -> None:
+        config = self._config
         task = asyncio.current_task()
         if task is not None:
             self._logins[ep] = task
@@ -400,7 +432,12 @@ class ProxyServer:
             ep.close()
             await ep.wait_closed(5.0)
             return
-        except (ConnectionClosed, TimeoutError, OSError, ssl.SSLError) as lost:
+        except TimeoutError:
+            self._metrics.handshake_timeouts += 1
+            logger.info("login from %s missed the handshake deadline", host)
+            ep.abort()
+            return
+        except (ConnectionClosed, OSError, ssl.SSLError) as lost:
             logger.debug("client %s went away during login: %r", host, lost)
             ep.abort()
             return
@@ -410,7 +447,7 @@ class ProxyServer:
             ep.abort()
             return
         finally:
-            self._pending_logins -= 1
+            self._gate.done(host, ep)
             self._logins.pop(ep, None)
         ep.write(frame(login_ok(login.capabilities), login.next_seq))
         session = Session(
@@ -424,10 +461,13 @@ class ProxyServer:
             database=login.database,
             nonce=login.nonce,
             peer=host,
+            peer_port=peer_port,
             tls=login.tls,
         )
         self._sessions[connection_id] = session
         self._metrics.sessions_total += 1
+        if login.tls:
+            self._metrics.tls_sessions_total += 1
         try:
             session.start()
             if ep.closed:
@@ -441,7 +481,7 @@ class ProxyServer:
     def _gauges(self) -> dict[str, float]:
         gauges: dict[str, float] = {
             "sessions": len(self._sessions),
-            "logins_in_progress": self._pending_logins,
+            "logins_in_progress": self._gate.pending,
         }
         for server in self._servers.values():
             gauges[f"backend_connections{{{server.name}}}"] = server.open_connections

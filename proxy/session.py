@@ -53,9 +53,9 @@ from consistent.protocol import (
     ServerStatus,
     parse_ok,
 )
-from consistent.protocol.constants import Command
+from consistent.protocol.constants import Command, ErrorCode
 from proxy.backends import BackendConnection
-from proxy.intercept import Intercept, parse_intercept, parse_kill, single_value_result
+from proxy.intercept import Intercept, parse_intercept, single_value_result
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay, discard, parse_response
 from proxy.sessionbase import (
     CR_SERVER_LOST,
@@ -71,6 +71,17 @@ from proxy.sessionbase import (
 from proxy.slowpath import SlowPath
 from proxy.statements import PreparedStatement, execute_packets
 from proxy.stream import frame_command
+from proxy.threads import (
+    THREAD_REASONS,
+    ConnectionIdQuery,
+    Kill,
+    ProcessList,
+    ThreadStatement,
+    connection_id_result,
+    kill_in_prepare,
+    parse_thread_statement,
+    processlist_result,
+)
 
 __all__ = ["Session", "SessionHost"]
 
@@ -103,6 +114,7 @@ class Session(SlowPath):
         self._reply_seq = reply_seq
         self._ps = None
         self._post = None
+        self.command_at = time.monotonic()
         handler = _COMMANDS.get(payload[0]) if payload else None
         try:
             if handler is None:
@@ -127,15 +139,13 @@ class Session(SlowPath):
             if found is not None:
                 self._intercept(found)
                 return
-        first = sql[:16].lstrip()[:1]
-        if first in (b"K", b"k"):
-            kill = parse_kill(sql)
-            if kill is not None:
-                self._busy = True
-                self._spawn(self._kill(kill.connection_id, kill.query_only))
-                return
         text = sql.decode("utf-8", "surrogateescape")
         stmt = classify(text)
+        if stmt.primary_reason in THREAD_REASONS:
+            answered = parse_thread_statement(stmt, text)
+            if answered is not None:
+                self._thread_statement(answered)
+                return
         if (
             stmt.is_multi_statement
             and not stmt.must_use_primary
@@ -146,6 +156,44 @@ class Session(SlowPath):
             )
         self._kind = _QUERY
         self._route(stmt, text)
+
+    def _thread_statement(self, found: ThreadStatement) -> None:
+        """KILL, CONNECTION_ID() and SHOW PROCESSLIST, answered by the proxy (see
+        :mod:`proxy.threads`)."""
+        if isinstance(found, Kill):
+            self._busy = True
+            self._spawn(self._kill(found))
+        elif isinstance(found, ConnectionIdQuery):
+            self._busy = True
+            self._write(
+                connection_id_result(
+                    found.column, self.id, self.caps, self._status(), self._reply_seq
+                )
+            )
+            self._done()
+        elif isinstance(found, ProcessList):
+            self._busy = True
+            rows = [s.process_row() for s in self._host.sessions.values() if s.user == self.user]
+            rows.sort(key=lambda row: row.id)
+            self._write(
+                processlist_result(
+                    rows,
+                    full=found.full,
+                    mariadb=self._mariadb,
+                    capabilities=self.caps,
+                    status=self._status(),
+                    seq=self._reply_seq,
+                )
+            )
+            self._done()
+        else:
+            server = "MariaDB" if self._mariadb else "MySQL"
+            self._reply_err(
+                ErrorCode.NOT_SUPPORTED_YET,
+                "42000",
+                f"This version of {server} doesn't yet support '{found.what}'",
+                self._reply_seq,
+            )
 
     def _cmd_init_db(self, payload: bytes) -> None:
         schema = payload[1:].decode("utf-8", "surrogateescape")
@@ -175,8 +223,16 @@ class Session(SlowPath):
 
     def _cmd_prepare(self, payload: bytes) -> None:
         sql = payload[1:].decode("utf-8", "surrogateescape")
-        client_id = self._statements.new_id()
         stmt = classify(sql)
+        if kill_in_prepare(stmt):
+            self._reply_err(
+                ErrorCode.UNSUPPORTED_PS,
+                "HY000",
+                "This command is not supported in the prepared statement protocol yet",
+                self._reply_seq,
+            )
+            return
+        client_id = self._statements.new_id()
         if stmt.is_multi_statement and not stmt.must_use_primary:
             stmt = dataclasses.replace(
                 stmt, must_use_primary=True, primary_reason="multi_statement"
@@ -286,7 +342,7 @@ class Session(SlowPath):
         if len(payload) < 5:
             raise RemoteProtocolError("COM_PROCESS_KILL is too short")
         self._busy = True
-        self._spawn(self._kill(int.from_bytes(payload[1:5], "little"), query_only=False))
+        self._spawn(self._kill(Kill(int.from_bytes(payload[1:5], "little"), query_only=False)))
 
     def _route(self, stmt: Classification, text: str) -> None:
         self._busy = True

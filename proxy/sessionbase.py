@@ -46,6 +46,7 @@ from proxy.metrics import ProxyMetrics
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay
 from proxy.statements import PreparedStatement, StatementRegistry
 from proxy.stream import PacketEndpoint, frame
+from proxy.threads import ProcessRow
 
 __all__ = ["Broken", "ReplayFailed", "SessionBase", "SessionHost"]
 
@@ -59,7 +60,6 @@ ER_UNKNOWN_ERROR: Final = 1105
 ER_NET_PACKETS_OUT_OF_ORDER: Final = 1156
 ER_NET_PACKET_TOO_LARGE: Final = 1153
 ER_UNKNOWN_STMT_HANDLER: Final = 1243
-ER_NO_SUCH_THREAD: Final = 1094
 ER_WRONG_VALUE_FOR_VAR: Final = 1231
 ER_STMT_HAS_NO_OPEN_CURSOR: Final = 1421
 ER_MALFORMED_PACKET: Final = 1835
@@ -94,7 +94,8 @@ class SessionHost(Protocol):
 
     def servers(self) -> Mapping[str, BackendServer]: ...
 
-    def session(self, connection_id: int) -> SessionBase | None: ...
+    @property
+    def sessions(self) -> Mapping[int, SessionBase]: ...
 
 
 class ReplayFailed(Exception):
@@ -122,6 +123,7 @@ class SessionBase:
         nonce: bytes,
         peer: str,
         tls: bool,
+        peer_port: int = 0,
     ) -> None:
         config = host.config
         self._host = host
@@ -138,6 +140,7 @@ class SessionBase:
         self.client = client
         self.user = user
         self.peer = peer
+        self.peer_port = peer_port
         self.tls = tls
         self.caps = capabilities
         self.charset = charset
@@ -145,6 +148,8 @@ class SessionBase:
         self._schema = database
         self._nonce = nonce
         self.started_at = time.time()
+        #: When the last command began (``time.monotonic()``), for SHOW PROCESSLIST.
+        self.command_at = time.monotonic()
         self.policy = SessionPolicy(
             replicas=config.backends.replica_names,
             knowledge=host.knowledge,
@@ -211,6 +216,34 @@ class SessionBase:
     @property
     def busy(self) -> bool:
         return self._busy
+
+    def backend_thread(self, server: str) -> int | None:
+        """The server's thread id of this session's connection to ``server``, if open."""
+        conn = self._conns.get(server)
+        return conn.thread_id if conn is not None and not conn.closed else None
+
+    def process_row(self) -> ProcessRow:
+        """This session as ``SHOW PROCESSLIST`` lists it."""
+        busy = self._busy
+        info: str | None = None
+        payload = self._payload
+        if busy and payload[:1] == b"\x03":
+            info = payload[1:].decode("utf-8", "replace")
+        return ProcessRow(
+            id=self.id,
+            user=self.user,
+            host=f"{self.peer}:{self.peer_port}" if self.peer_port else self.peer,
+            db=self._schema,
+            command="Query" if busy else "Sleep",
+            time=int(time.monotonic() - self.command_at),
+            state=self._target if busy and self._relay is not None else "",
+            info=info,
+        )
+
+    def running_threads(self) -> list[tuple[str, int]]:
+        """``(server, thread id)`` of the backend connections running something for this
+        session now: what ``KILL QUERY`` of this session interrupts."""
+        return [(c.name, c.thread_id) for c in self._conns.values() if c.busy and not c.closed]
 
     def close(self, reason: str = "") -> None:
         """Close the client connection (after what was written is sent); the session's

@@ -29,7 +29,7 @@ from consistent.policy import (
 from consistent.protocol import (
     parse_change_user,
 )
-from consistent.protocol.constants import Capability
+from consistent.protocol.constants import Capability, ErrorCode
 from proxy.backends import BackendConnection, BackendUnavailable, Credentials
 from proxy.clientio import ClientInput
 from proxy.handshake import (
@@ -40,7 +40,6 @@ from proxy.handshake import (
 from proxy.relay import ResponseKind
 from proxy.sessionbase import (
     CR_SERVER_LOST,
-    ER_NO_SUCH_THREAD,
     ER_UNKNOWN_ERROR,
     WAIT_SOCKET_MARGIN,
     Broken,
@@ -48,6 +47,7 @@ from proxy.sessionbase import (
 )
 from proxy.statements import PreparedStatement
 from proxy.stream import ConnectionClosed, frame_command
+from proxy.threads import Kill
 
 __all__ = ["SlowPath"]
 
@@ -372,25 +372,70 @@ class SlowPath(ClientInput):
         client.stream(self._on_client_data)
         self._reply_ok()
 
-    async def _kill(self, connection_id: int, query_only: bool) -> None:
-        target = self._host.session(connection_id)
-        if target is None:
-            self._reply_err(
-                ER_NO_SUCH_THREAD, "HY000", f"Unknown thread id: {connection_id}", self._reply_seq
+    async def _kill(self, kill: Kill) -> None:
+        """KILL [QUERY] of one session (by proxy id, or by its primary connection's thread
+        id) or of a user's sessions: only the caller's own user's (see :mod:`proxy.threads`)."""
+        sessions = self._host.sessions
+        if kill.by_user:
+            name = kill.user or self.user
+            # The caller's other sessions: its own ends with the reply it waits for.
+            targets = [
+                s for s in sessions.values() if s.user == name == self.user and s is not self
+            ]
+        else:
+            thread_id = kill.thread_id or 0
+            target = sessions.get(thread_id) or next(
+                (s for s in sessions.values() if s.backend_thread(PRIMARY) == thread_id), None
             )
-            return
-        if not query_only:
-            if target is self:
-                self.close("killed by its own KILL")
+            if target is None:
+                self._reply_err(
+                    ErrorCode.NO_SUCH_THREAD,
+                    "HY000",
+                    f"Unknown thread id: {thread_id}",
+                    self._reply_seq,
+                )
                 return
-            target.abort()
+            if target.user != self.user:
+                self._reply_err(
+                    ErrorCode.KILL_DENIED_ERROR,
+                    "HY000",
+                    f"You are not owner of thread {thread_id}",
+                    self._reply_seq,
+                )
+                return
+            targets = [target]
+        itself = False
+        for victim in targets:
+            if victim is self:
+                itself = True
+                continue
+            running = victim.running_threads()
+            if not kill.query_only:
+                victim.abort()  # its idle backend connections close with it
+            await self._interrupt(running, query_only=kill.query_only)
+        if itself and kill.query_only:
+            self._reply_err(
+                ErrorCode.QUERY_INTERRUPTED,
+                "70100",
+                "Query execution was interrupted",
+                self._reply_seq,
+            )
+        elif itself:
+            self._reply_err(
+                ErrorCode.CONNECTION_KILLED, "70100", "Connection was killed", self._reply_seq
+            )
+            self.close("killed by its own KILL")
+        else:
             self._reply_ok()
-            return
-        conn = target._conn if target.busy else None
-        if conn is not None and not conn.closed:
+
+    async def _interrupt(self, running: list[tuple[str, int]], *, query_only: bool) -> None:
+        """Stop what another session's backend connections are running, with ``KILL
+        [QUERY]`` of exactly those server threads, sent on this session's own connections
+        (the same proxy user, so the same backend account)."""
+        verb = "KILL QUERY" if query_only else "KILL"
+        for server, thread_id in running:
             try:
-                mine = await self._connect_ready(conn.name)
-                await mine.query(f"KILL QUERY {conn.thread_id:d}", timeout=5.0)
+                mine = await self._connect_ready(server)
+                await mine.query(f"{verb} {thread_id:d}", timeout=5.0)
             except (BackendUnavailable, ConnectionClosed, TimeoutError, ReplayFailed) as e:
-                logger.warning("KILL QUERY on %s failed: %s", conn.address, e)
-        self._reply_ok()
+                logger.warning("%s %d on %s failed: %s", verb, thread_id, server, e)

@@ -105,6 +105,8 @@ class PacketEndpoint(asyncio.BufferedProtocol):
         self._reading_paused = False
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
+        #: The TCP transport under TLS, once :meth:`start_tls` upgraded the connection.
+        self._tcp: asyncio.Transport | None = None
         #: Called when the connection ends; set by the owner.
         self.on_lost: Callable[[BaseException | None], None] | None = None
         #: Called when the transport's write buffer passes / falls below its limits.
@@ -334,13 +336,21 @@ class PacketEndpoint(asyncio.BufferedProtocol):
         )
         if new is None:
             raise ConnectionClosed("the connection closed during the TLS handshake")
+        self._tcp = transport
         self.transport = new
 
     def close(self) -> None:
-        """Close the transport after its buffered data is sent."""
+        """Close the transport after its buffered data is sent.
+
+        Under TLS our close_notify is sent and the connection closed without waiting for the
+        peer's: an idle client answers only when it next reads, and a graceful shutdown
+        must not wait for it (mysqld does not either)."""
         t = self.transport
         if t is not None and not t.is_closing():
             t.close()
+            tcp = self._tcp
+            if tcp is not None and not tcp.is_closing():
+                tcp.close()  # sends what TLS wrote (the close_notify last), then closes
 
     def abort(self) -> None:
         """Close the transport at once, dropping buffered data."""

@@ -6,10 +6,11 @@ set -euo pipefail
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
 
 # `--java`: only the Java runtime (what `make demo` needs beside .venv);
-# `--compiler`: only the C compiler that builds the proxy's compiled modules (`make native`).
+# `--compiler`: only the C compiler that builds the proxy's compiled modules (`make native`);
+# `--clients`: the compiler and headers the dev extra's client libraries build with.
 mode="${1:-all}"
 missing=()
-if [ "$mode" != "--compiler" ]; then
+if [ "$mode" != "--compiler" ] && [ "$mode" != "--clients" ]; then
     have java || missing+=(default-jre-headless)   # PySpark: analytics and the demo
 fi
 have cc || have gcc || missing+=(gcc)   # mypyc's C extensions (scripts/compile.py)
@@ -18,6 +19,12 @@ if [ "$mode" = "all" ]; then
     have mariadb || missing+=(mariadb-client)
     have sysbench || missing+=(sysbench)   # proxy tests and bench/proxy.py
     have haproxy || missing+=(haproxy)     # bench/proxy.py compares with it
+fi
+if [ "$mode" = "all" ] || [ "$mode" = "--clients" ]; then
+    # What mysqlclient and MariaDB Connector/Python (the proxy's client matrix, in the dev
+    # extra) compile against: `make venv` runs this before `pip install '.[dev]'`.
+    have pkg-config || missing+=(pkg-config)
+    [ -e /usr/include/mariadb/mysql.h ] || missing+=(libmariadb-dev)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
@@ -41,7 +48,7 @@ if command -v service >/dev/null 2>&1; then
     $SUDO service mariadb stop >/dev/null 2>&1 || true
     $SUDO service haproxy stop >/dev/null 2>&1 || true
 fi
-[ "$mode" = "--compiler" ] || have java || {
+[ "$mode" = "--compiler" ] || [ "$mode" = "--clients" ] || have java || {
     echo "ERROR: java still not found after installing default-jre-headless." >&2
     exit 1
 }

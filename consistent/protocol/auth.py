@@ -19,6 +19,13 @@ insecure channel the client then sends the password encrypted with the server's 
 (RSA-OAEP with SHA-1 over ``(password + NUL) XOR nonce``), after asking for the key with
 ``0x02`` if it has none.  An empty password is sent as an empty response in every case.
 
+The server's side of that exchange is :class:`CachingSha2Server`, a sans-I/O state machine
+that the emulator and the proxy both drive (``sql/auth/sha2_password.cc``,
+``caching_sha2_password_authenticate``): a scramble that fails the fast check, whether the
+cache missed or the scramble is wrong, is answered with full authentication, never with a
+refusal, because some clients scramble with the wrong nonce (aiomysql and asyncmy hash the
+nonce of an AuthSwitchRequest with its trailing NUL) and then prove the password in full.
+
 https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_connection_phase_authentication_methods_native_password_authentication.html
 https://dev.mysql.com/doc/dev/mysql-server/latest/page_caching_sha2_authentication_exchanges.html
 """
@@ -27,6 +34,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
 from typing import Final
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -35,11 +45,16 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from consistent.errors import LocalProtocolError, RemoteProtocolError
 from consistent.protocol.constants import NATIVE_PASSWORD_NONCE_LENGTH, CachingSha2
+from consistent.protocol.handshake import AuthMoreData, build_auth_more_data
 
 __all__ = [
     "CACHING_SHA2_PASSWORD",
     "MYSQL_NATIVE_PASSWORD",
     "CachingSha2",
+    "CachingSha2Server",
+    "RsaKeyPair",
+    "Sha2Step",
+    "Verdict",
     "caching_sha2_hash",
     "decrypt_password_rsa",
     "encrypt_password_rsa",
@@ -199,3 +214,163 @@ def decrypt_password_rsa(ciphertext: bytes, nonce: bytes, private_key_pem: bytes
     if not full.endswith(b"\x00"):
         raise RemoteProtocolError("the decrypted password is not NUL-terminated")
     return full[:-1]
+
+
+# --- server side of caching_sha2_password ---------------------------------------------------
+
+
+class RsaKeyPair:
+    """The server's RSA key for full authentication without TLS: generated when first
+    needed (tens of milliseconds that most servers never spend), or given as a PEM."""
+
+    def __init__(self, private_pem: bytes | None = None, *, bits: int = 2048) -> None:
+        self._bits = bits
+        self._key: rsa.RSAPrivateKey | None = None
+        self._public_pem = b""
+        if private_pem is not None:
+            self._load(private_pem)
+
+    def _load(self, private_pem: bytes) -> rsa.RSAPrivateKey:
+        # The key is ours: checking its numbers again would cost tens of milliseconds.
+        try:
+            key = serialization.load_pem_private_key(
+                private_pem, password=None, unsafe_skip_rsa_key_validation=True
+            )
+        except (ValueError, TypeError, UnsupportedAlgorithm) as e:
+            raise LocalProtocolError(f"not a PEM RSA private key: {e}") from e
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise LocalProtocolError("not an RSA private key")
+        self._key = key
+        self._public_pem = key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        return key
+
+    def _private(self) -> rsa.RSAPrivateKey:
+        key = self._key
+        if key is None:
+            key = rsa.generate_private_key(public_exponent=65537, key_size=self._bits)
+            self._key = key
+            self._public_pem = key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        return key
+
+    @property
+    def public_pem(self) -> bytes:
+        """The public key, as the server sends it in AuthMoreData."""
+        self._private()
+        return self._public_pem
+
+    def private_pem(self) -> bytes:
+        """The private key as unencrypted PKCS#8 PEM."""
+        return self._private().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+
+    def decrypt_password(self, ciphertext: bytes, nonce: bytes) -> bytes:
+        """The password a client encrypted with :func:`encrypt_password_rsa`; raises
+        :class:`RemoteProtocolError` when the ciphertext is not one."""
+        try:
+            plain = self._private().decrypt(ciphertext, _OAEP)
+        except ValueError as e:
+            raise RemoteProtocolError("the encrypted password does not decrypt") from e
+        full = _xor_repeat(plain, nonce)
+        if not full.endswith(b"\x00"):
+            raise RemoteProtocolError("the decrypted password is not NUL-terminated")
+        return full[:-1]
+
+
+class Verdict(IntEnum):
+    """Where a :class:`CachingSha2Server` exchange stands after a step."""
+
+    #: Send :attr:`Sha2Step.reply`, then hand the client's next packet to ``receive``.
+    READ = 1
+    #: The password is proven: send the reply (if any), then the final OK.
+    ACCEPT = 2
+    #: The password is wrong (or the exchange broken): send ERR 1045.
+    DENY = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Sha2Step:
+    """One step of the server side: what to send, and what comes next."""
+
+    verdict: Verdict
+    #: An AuthMoreData payload to send first (``None``: nothing).
+    reply: bytes | None = None
+    #: After a successful full authentication: the password, whose hash fills the cache.
+    password: bytes | None = None
+
+
+_EMPTY_RESPONSES: Final = frozenset({b"", b"\x00"})
+_REQUEST_PUBLIC_KEY: Final = bytes((CachingSha2.REQUEST_PUBLIC_KEY,))
+
+
+def _more(message: CachingSha2) -> bytes:
+    return build_auth_more_data(AuthMoreData(bytes((message,))))
+
+
+class CachingSha2Server:
+    """The server side of ``caching_sha2_password`` for one login, without I/O.
+
+    ``start`` takes the client's scramble; each step says what to send and whether to read
+    the client's next packet (``receive``), accept or deny.  ``cached`` is the server's
+    ``SHA256(SHA256(password))`` for the account if the cache holds one; ``secure`` says the
+    connection is TLS (the password may then come in clear); ``check`` tells whether a
+    cleartext password is the account's (False for an unknown account: the exchange still
+    runs to the end, as mysqld's does); ``empty_password`` whether the account has none.
+    """
+
+    def __init__(
+        self,
+        *,
+        nonce: bytes,
+        cached: bytes | None,
+        secure: bool,
+        keys: RsaKeyPair,
+        check: Callable[[bytes], bool],
+        empty_password: bool,
+    ) -> None:
+        self._nonce = nonce
+        self._cached = cached
+        self._secure = secure
+        self._keys = keys
+        self._check = check
+        self._empty_password = empty_password
+        self._full = False
+        self._key_sent = False
+
+    def start(self, scramble: bytes) -> Sha2Step:
+        """The client's first answer (in its HandshakeResponse or after an AuthSwitch)."""
+        if scramble in _EMPTY_RESPONSES:
+            return Sha2Step(Verdict.ACCEPT if self._empty_password else Verdict.DENY)
+        cached = self._cached
+        if cached is not None and verify_caching_sha2(scramble, self._nonce, cached):
+            return Sha2Step(Verdict.ACCEPT, _more(CachingSha2.FAST_AUTH_SUCCESS))
+        # A cache miss and a wrong scramble alike: ask for the password itself.
+        self._full = True
+        return Sha2Step(Verdict.READ, _more(CachingSha2.PERFORM_FULL_AUTHENTICATION))
+
+    def receive(self, packet: bytes) -> Sha2Step:
+        """The client's next packet during full authentication."""
+        if not self._full:
+            return Sha2Step(Verdict.DENY)
+        if self._secure:
+            password = packet[:-1] if packet.endswith(b"\x00") else packet
+        elif packet == _REQUEST_PUBLIC_KEY and not self._key_sent:
+            self._key_sent = True
+            return Sha2Step(Verdict.READ, build_auth_more_data(AuthMoreData(self._keys.public_pem)))
+        else:
+            # Without TLS only an RSA-encrypted password is taken: a cleartext one would
+            # have crossed the network readable.
+            try:
+                password = self._keys.decrypt_password(packet, self._nonce)
+            except RemoteProtocolError:
+                return Sha2Step(Verdict.DENY)
+        self._full = False
+        if not password or not self._check(password):
+            return Sha2Step(Verdict.DENY)
+        return Sha2Step(Verdict.ACCEPT, password=password)

@@ -20,6 +20,7 @@ __all__ = [
     "ColumnType",
     "Command",
     "CursorFlag",
+    "ErrorCode",
     "Header",
     "LenencPrefix",
     "MariaDbCapability",
@@ -349,3 +350,19 @@ class CachingSha2(IntEnum):
     REQUEST_PUBLIC_KEY = 0x02
     FAST_AUTH_SUCCESS = 0x03
     PERFORM_FULL_AUTHENTICATION = 0x04
+
+
+class ErrorCode(IntEnum):
+    """Server error numbers the proxy answers with itself (symbol without ``ER_``).  The
+    message each takes is the server's, at the place that sends it.
+
+    https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html
+    """
+
+    CON_COUNT_ERROR = 1040  # "Too many connections", SQLSTATE 08004
+    NO_SUCH_THREAD = 1094  # "Unknown thread id: %lu"
+    KILL_DENIED_ERROR = 1095  # "You are not owner of thread %lu"
+    NOT_SUPPORTED_YET = 1235  # "This version of MySQL doesn't yet support '%s'", 42000
+    UNSUPPORTED_PS = 1295  # "This command is not supported in the prepared statement protocol"
+    QUERY_INTERRUPTED = 1317  # "Query execution was interrupted", SQLSTATE 70100
+    CONNECTION_KILLED = 1927  # MariaDB: "Connection was killed", SQLSTATE 70100

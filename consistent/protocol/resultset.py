@@ -24,13 +24,16 @@ from consistent.protocol.constants import (
     ColumnType,
     LenencPrefix,
     ResultsetMetadata,
+    ServerStatus,
 )
 from consistent.protocol.lenenc import Reader, pack_lenenc_bytes, pack_lenenc_int
+from consistent.protocol.responses import EofPacket, OkPacket, build_eof, build_ok
 
 __all__ = [
     "ColumnDefinition41",
     "build_column_count",
     "build_column_definition41",
+    "build_text_resultset",
     "build_text_row",
     "parse_column_count",
     "parse_column_definition41",
@@ -201,3 +204,24 @@ def parse_text_row(payload: bytes | bytearray | memoryview, ncols: int) -> tuple
 def build_text_row(values: Sequence[TextValue | None]) -> bytes:
     """Encode a text row; ``None`` is NULL, numbers are sent as their decimal text."""
     return b"".join(_NULL if v is None else pack_lenenc_bytes(value_bytes(v)) for v in values)
+
+
+def build_text_resultset(
+    columns: Sequence[ColumnDefinition41],
+    rows: Sequence[Sequence[TextValue | None]],
+    capabilities: int,
+    status: ServerStatus,
+) -> list[bytes]:
+    """A whole text result set as payloads, in order, as mysqld writes it to a client with
+    ``capabilities`` (see the module docstring for where EOFs go)."""
+    deprecate_eof = bool(capabilities & Capability.DEPRECATE_EOF)
+    payloads = [build_column_count(len(columns), capabilities)]
+    payloads.extend(build_column_definition41(c, capabilities) for c in columns)
+    if not deprecate_eof:
+        payloads.append(build_eof(EofPacket(0, status), capabilities))
+    payloads.extend(build_text_row(row) for row in rows)
+    if deprecate_eof:
+        payloads.append(build_ok(OkPacket(status=status, header=0xFE), capabilities))
+    else:
+        payloads.append(build_eof(EofPacket(0, status), capabilities))
+    return payloads

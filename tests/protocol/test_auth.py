@@ -17,6 +17,10 @@ from pymysql import _auth as pymysql_auth
 from consistent.errors import LocalProtocolError, RemoteProtocolError
 from consistent.protocol.auth import (
     CachingSha2,
+    CachingSha2Server,
+    RsaKeyPair,
+    Sha2Step,
+    Verdict,
     caching_sha2_hash,
     decrypt_password_rsa,
     encrypt_password_rsa,
@@ -217,3 +221,82 @@ def test_rsa_errors() -> None:
     ciphertext = encrypt_password_rsa(b"secret", NONCE, public_pem)
     with pytest.raises(RemoteProtocolError):
         decrypt_password_rsa(ciphertext, bytes(20), private_pem)
+
+
+# --- the server side: CachingSha2Server --------------------------------------------------
+
+
+def _server(
+    *, cached: bytes | None, secure: bool, password: bytes = b"secret"
+) -> CachingSha2Server:
+    private_pem, _public = key_pair()
+    return CachingSha2Server(
+        nonce=NONCE,
+        cached=cached,
+        secure=secure,
+        keys=RsaKeyPair(private_pem),
+        check=lambda given: given == password,
+        empty_password=not password,
+    )
+
+
+FAST_SUCCESS = b"\x01\x03"
+FULL = b"\x01\x04"
+
+
+def test_sha2_server_fast_path() -> None:
+    server = _server(cached=caching_sha2_hash(b"secret"), secure=False)
+    step = server.start(scramble_caching_sha2(b"secret", NONCE))
+    assert step == Sha2Step(Verdict.ACCEPT, FAST_SUCCESS)
+
+
+def test_sha2_server_cache_miss_asks_for_the_password_in_clear_over_tls() -> None:
+    server = _server(cached=None, secure=True)
+    assert server.start(scramble_caching_sha2(b"secret", NONCE)) == Sha2Step(Verdict.READ, FULL)
+    assert server.receive(b"secret\x00") == Sha2Step(Verdict.ACCEPT, password=b"secret")
+    wrong = _server(cached=None, secure=True)
+    wrong.start(scramble_caching_sha2(b"secret", NONCE))
+    assert wrong.receive(b"guess\x00").verdict is Verdict.DENY
+
+
+def test_sha2_server_mismatch_falls_back_to_full_authentication_over_rsa() -> None:
+    # aiomysql and asyncmy scramble with the AuthSwitchRequest's nonce and its trailing NUL:
+    # the fast check fails, and the password is then proven in full, as with mysqld.
+    server = _server(cached=caching_sha2_hash(b"secret"), secure=False)
+    scramble = pymysql_auth.scramble_caching_sha2(b"secret", NONCE + b"\x00")
+    assert not verify_caching_sha2(scramble, NONCE, caching_sha2_hash(b"secret"))
+    assert server.start(scramble) == Sha2Step(Verdict.READ, FULL)
+    step = server.receive(bytes((CachingSha2.REQUEST_PUBLIC_KEY,)))
+    assert step.verdict is Verdict.READ
+    assert step.reply is not None
+    assert step.reply.startswith(b"\x01-----BEGIN PUBLIC KEY-----")
+    ciphertext = pymysql_auth.sha2_rsa_encrypt(b"secret", NONCE + b"\x00", step.reply[1:])
+    assert server.receive(ciphertext) == Sha2Step(Verdict.ACCEPT, password=b"secret")
+
+
+def test_sha2_server_never_accepts_a_wrong_password() -> None:
+    cached = caching_sha2_hash(b"secret")
+    server = _server(cached=cached, secure=False)
+    assert server.start(scramble_caching_sha2(b"guess", NONCE)).verdict is Verdict.READ
+    public = server.receive(bytes((CachingSha2.REQUEST_PUBLIC_KEY,))).reply
+    assert public is not None
+    assert server.receive(encrypt_password_rsa(b"guess", NONCE, public[1:])).verdict is (
+        Verdict.DENY
+    )
+    # Without TLS a cleartext password is refused, even the right one.
+    plain = _server(cached=None, secure=False)
+    plain.start(scramble_caching_sha2(b"secret", NONCE))
+    assert plain.receive(b"secret\x00").verdict is Verdict.DENY
+    # The key is sent once; a second request is not a ciphertext.
+    twice = _server(cached=None, secure=False)
+    twice.start(scramble_caching_sha2(b"secret", NONCE))
+    assert twice.receive(b"\x02").verdict is Verdict.READ
+    assert twice.receive(b"\x02").verdict is Verdict.DENY
+    # Nothing more is read after a verdict.
+    assert twice.receive(b"secret\x00").verdict is Verdict.DENY
+
+
+def test_sha2_server_empty_password() -> None:
+    assert _server(cached=None, secure=False, password=b"").start(b"").verdict is Verdict.ACCEPT
+    assert _server(cached=None, secure=False).start(b"").verdict is Verdict.DENY
+    assert _server(cached=None, secure=False).start(b"\x00").verdict is Verdict.DENY

@@ -110,3 +110,15 @@ def test_apply_overrides_does_not_touch_the_original() -> None:
     assert original["backends"]["primary"] == "127.0.0.1:3306"
     assert changed["backends"]["primary"] == "other:1"
     assert changed["admin"] == {"token": "x" * 8}
+
+
+def test_limits_on_logins_in_progress() -> None:
+    config = parse(minimal())
+    assert (config.max_unauthenticated, config.max_unauthenticated_per_address) == (1024, 64)
+    assert config.connect_timeout == pytest.approx(10.0)
+    config = parse(minimal(max_unauthenticated=10, max_unauthenticated_per_address=2))
+    assert (config.max_unauthenticated, config.max_unauthenticated_per_address) == (10, 2)
+    for key in ("max_unauthenticated", "max_unauthenticated_per_address"):
+        for bad in (0, -1, 1.5, True):
+            with pytest.raises(ConfigError, match=key):
+                parse(minimal(**{key: bad}))

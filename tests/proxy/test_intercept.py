@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from consistent.protocol import Capability, ServerStatus, parse_column_definition41, parse_text_row
-from proxy.intercept import Intercept, Kill, parse_intercept, parse_kill, single_value_result
+from proxy.intercept import Intercept, parse_intercept, single_value_result
 
 
 @pytest.mark.parametrize(
@@ -42,13 +42,6 @@ def test_recognised_statements(sql: str, expected: Intercept) -> None:
 )
 def test_everything_else_goes_to_a_server(sql: str) -> None:
     assert parse_intercept(sql.encode()) is None
-
-
-def test_kill_syntax() -> None:
-    assert parse_kill(b"KILL 12") == Kill(12, query_only=False)
-    assert parse_kill(b"kill query 7;") == Kill(7, query_only=True)
-    assert parse_kill(b"KILL CONNECTION 3") == Kill(3, query_only=False)
-    assert parse_kill(b"KILL USER bob") is None
 
 
 @pytest.mark.parametrize("deprecate", [False, True])

@@ -3,56 +3,19 @@ path, full authentication over RSA and over TLS), refusals, TLS, and no open rel
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import ssl
 from pathlib import Path
 from typing import Any
 
 import pymysql
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 
 from consistent.testing.mariadb import MariaDBTopology
 from proxy.config import parse
 from proxy.testing import ProxyThread
 
-from .conftest import connect, standalone_config, topology_config
+from .conftest import connect, self_signed, standalone_config, topology_config
 from .rawclient import RawClient, ServerError
-
-
-def self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path = tmp_path / "proxy.pem"
-    key_path = tmp_path / "proxy.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
 
 
 def one(conn: Any, sql: str) -> Any:

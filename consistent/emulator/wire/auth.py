@@ -5,10 +5,11 @@ Two plugins are served, chosen per account (:attr:`Account.plugin`):
 * ``mysql_native_password``: one scramble, checked against ``SHA1(SHA1(password))``;
 * ``caching_sha2_password``: the fast path checks the scramble against the server's cache of
   ``SHA256(SHA256(password))`` and answers AuthMoreData ``0x03``; a miss (the cache starts
-  empty, like mysqld's after a restart) answers ``0x04`` and asks for the password.  TLS is
-  not offered, so the password must come RSA-encrypted: a client without the key asks with
-  ``0x02`` and receives the public key as AuthMoreData.  A successful full authentication
-  fills the cache.
+  empty, like mysqld's after a restart) or a mismatch answers ``0x04`` and asks for the
+  password.  TLS is not offered, so the password must come RSA-encrypted: a client without
+  the key asks with ``0x02`` and receives the public key as AuthMoreData.  A successful full
+  authentication fills the cache.  The exchange is
+  :class:`~consistent.protocol.auth.CachingSha2Server`, shared with the proxy.
 
 When the client starts with another plugin than the account's, the server sends an
 AuthSwitchRequest carrying the same nonce (mysqld keeps the handshake's scramble).  A failure
@@ -28,33 +29,27 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
 from consistent.emulator.config import Account
 from consistent.emulator.errors import ER, SPECS
 from consistent.emulator.wire.stream import PacketStream
-from consistent.errors import RemoteProtocolError
 from consistent.protocol.auth import (
     CACHING_SHA2_PASSWORD,
     MYSQL_NATIVE_PASSWORD,
+    CachingSha2Server,
+    RsaKeyPair,
+    Verdict,
     caching_sha2_hash,
-    decrypt_password_rsa,
-    verify_caching_sha2,
     verify_native_password,
 )
 from consistent.protocol.constants import (
     NATIVE_PASSWORD_NONCE_LENGTH,
-    CachingSha2,
     Capability,
     Charset,
     ServerStatus,
 )
 from consistent.protocol.handshake import (
-    AuthMoreData,
     AuthSwitchRequest,
     HandshakeV10,
-    build_auth_more_data,
     build_auth_switch_request,
 )
 from consistent.protocol.responses import ErrPacket
@@ -83,7 +78,6 @@ SERVER_CAPABILITIES: Final = (
 )
 
 _DEFAULT_PLUGIN: Final = CACHING_SHA2_PASSWORD
-_EMPTY_RESPONSES: Final = frozenset({b"", b"\x00"})
 _NONCE_FORBIDDEN: Final = frozenset({0, ord("$")})  # as mysqld's generate_user_salt
 
 
@@ -132,49 +126,14 @@ class Authenticator:
     ) -> None:
         self._accounts = accounts
         self._timeout = timeout
-        self._rsa_key_bits = rsa_key_bits
-        self._private_pem: bytes | None = None
-        self._public_pem = b""
-        self._key_bytes = 0
-        if rsa_private_key_pem is not None:
-            self._load_key(rsa_private_key_pem)
+        self._keys = RsaKeyPair(rsa_private_key_pem, bits=rsa_key_bits)
         self._sha2_cache: dict[str, bytes] = {}
-
-    def _load_key(self, private_pem: bytes) -> bytes:
-        # Only the public half and the size are read here; checking the key's numbers takes
-        # tens of milliseconds per server start, and decrypt_password_rsa loads the key with
-        # every check when a client first needs it.
-        loaded = serialization.load_pem_private_key(
-            private_pem, password=None, unsafe_skip_rsa_key_validation=True
-        )
-        if not isinstance(loaded, rsa.RSAPrivateKey):
-            raise ValueError("the caching_sha2_password key must be an RSA key")
-        self._private_pem = private_pem
-        self._key_bytes = loaded.key_size // 8
-        self._public_pem = loaded.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-        return private_pem
-
-    def _private_key_pem(self) -> bytes:
-        """The key pair, made when first needed: generating one takes tens of milliseconds
-        at every server start, and most clients never ask for it."""
-        if self._private_pem is not None:
-            return self._private_pem
-        key = rsa.generate_private_key(public_exponent=65537, key_size=self._rsa_key_bits)
-        return self._load_key(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
 
     @property
     def public_key_pem(self) -> bytes:
-        """The RSA public key a client asks for to encrypt its password."""
-        self._private_key_pem()
-        return self._public_pem
+        """The RSA public key a client asks for to encrypt its password (the key pair is
+        made when first needed: most clients never ask)."""
+        return self._keys.public_pem
 
     def handshake(self, connection_id: int, nonce: bytes, server_version: str) -> HandshakeV10:
         """The greeting of a new connection."""
@@ -224,35 +183,32 @@ class Authenticator:
     async def _caching_sha2(
         self, stream: PacketStream, account: Account | None, a: Attempt
     ) -> bool:
-        if a.response in _EMPTY_RESPONSES:
-            return account is not None and account.password == ""
-        if account is not None:
-            stored = caching_sha2_hash(account.password.encode())
-            cached = self._sha2_cache.get(a.user)
-            if cached == stored and verify_caching_sha2(a.response, a.nonce, stored):
-                await stream.send(_more(CachingSha2.FAST_AUTH_SUCCESS))
-                return True
-        await stream.send(_more(CachingSha2.PERFORM_FULL_AUTHENTICATION))
-        packet = await stream.read(self._timeout)
-        if packet == bytes((CachingSha2.REQUEST_PUBLIC_KEY,)):
-            await stream.send(build_auth_more_data(AuthMoreData(self.public_key_pem)))
-            packet = await stream.read(self._timeout)
-        private_pem = self._private_key_pem()
-        if len(packet) != self._key_bytes:
-            # A cleartext password over an insecure connection is refused, as by mysqld.
+        stored = caching_sha2_hash(account.password.encode()) if account is not None else None
+        cached = self._sha2_cache.get(a.user)
+        exchange = CachingSha2Server(
+            nonce=a.nonce,
+            # The cache counts only while it matches the account (mysqld drops an entry
+            # when the password changes).
+            cached=cached if cached is not None and cached == stored else None,
+            secure=False,
+            keys=self._keys,
+            check=lambda password: (
+                account is not None and hmac.compare_digest(password, account.password.encode())
+            ),
+            empty_password=account is not None and account.password == "",
+        )
+        step = exchange.start(a.response)
+        while True:
+            if step.reply is not None:
+                await stream.send(step.reply)
+            if step.verdict is not Verdict.READ:
+                break
+            step = exchange.receive(await stream.read(self._timeout))
+        if step.verdict is not Verdict.ACCEPT:
             return False
-        try:
-            password = decrypt_password_rsa(packet, a.nonce, private_pem)
-        except RemoteProtocolError:
-            return False
-        if account is None or not hmac.compare_digest(password, account.password.encode()):
-            return False
-        self._sha2_cache[a.user] = caching_sha2_hash(password)
+        if step.password is not None:
+            self._sha2_cache[a.user] = caching_sha2_hash(step.password)
         return True
-
-
-def _more(message: CachingSha2) -> bytes:
-    return build_auth_more_data(AuthMoreData(bytes((message,))))
 
 
 def _known(plugin: str) -> str:
