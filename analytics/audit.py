@@ -31,10 +31,10 @@ level required (``consistent.gtid.required``).  The read is
   as a digest).
 
 **Staleness.**  For every replica read with evidence: per source, the primary's highest GNO
-when the read began (every ``produced`` set, the required sets of the levels that read the
-primary's state, MariaDB samples' ``@@gtid_binlog_pos``) minus the replica's: transactions
-behind, summed over sources; and the age of the oldest missing transaction (the earliest
-traced commit of a GNO above the replica's), the largest over sources.
+when the read began (every ``produced`` set, the required sets of ``read_all_writes`` and
+``read_latest`` statements, MariaDB samples' ``@@gtid_binlog_pos``) minus the replica's:
+transactions behind, summed over sources; and the age of the oldest missing transaction (the
+earliest traced commit of a GNO above the replica's), the largest over sources.
 
 **How.**  One sort by session (what it had produced before each read), then, without moving
 the reads again, binary searches in step functions (:mod:`analytics.steps`): the evidence and
@@ -266,9 +266,9 @@ def replica_states(lag: DataFrame, sources: Sequence[str]) -> DataFrame:
 
 def primary_state(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> DataFrame:
     """``(at_ns, primary{i}…)``: lower bounds of the primary's executed state: every produced
-    set (at its statement's end), the required sets of the levels that read the primary's state
-    (``read_all_writes``, ``read_latest``; at the statement's end) and MariaDB samples'
-    ``@@gtid_binlog_pos`` (at the sample's end)."""
+    set (at its statement's end), the required sets of ``read_all_writes`` and ``read_latest``
+    statements (made of what the primary reported or a server was known to have executed; at
+    the statement's end) and MariaDB samples' ``@@gtid_binlog_pos`` (at the sample's end)."""
     from_primary = F.col("level").isin("read_all_writes", "read_latest")
     texts = statements.where(
         F.col("gtid_produced").isNotNull() | (from_primary & F.col("gtid_required").isNotNull())

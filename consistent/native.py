@@ -37,6 +37,7 @@ __all__ = [
 #: calls on the per-query path belongs here; modules that subclass compiled classes must be
 #: compiled too (an interpreted class cannot inherit from a compiled one).
 COMPILED: Final[tuple[str, ...]] = (
+    "consistent.policy.acknowledged",
     "consistent.policy.decision",
     "consistent.policy.knowledge",
     "consistent.policy.replay",

@@ -120,6 +120,16 @@ ROUTE_PINNED_REASON: Final = "consistent.route.pinned_reason"
 ROUTE_TRIED: Final = "consistent.route.tried"
 #: The session's required set when the statement was routed.
 GTID_REQUIRED: Final = "consistent.gtid.required"
+#: ``read_all_writes`` reads: the part of the required set that is the session's own (what the
+#: primary reported to it, the tokens it required).  The required set is the union of this,
+#: :data:`GTID_REQUIRED_SEEN` and :data:`GTID_REQUIRED_ACKNOWLEDGED` (they may overlap).
+GTID_REQUIRED_OWN: Final = "consistent.gtid.required.own"
+#: ``read_all_writes`` reads: what the session's earlier reads saw (what their replicas were
+#: known to have executed when they served them).
+GTID_REQUIRED_SEEN: Final = "consistent.gtid.required.seen"
+#: ``read_all_writes`` reads: what the primary had acknowledged to any session of the process
+#: (or of the proxy) when the read was routed.
+GTID_REQUIRED_ACKNOWLEDGED: Final = "consistent.gtid.required.acknowledged"
 #: What the replica was asked to wait for (the part of the required set it was not known to
 #: have); the last wait when there were several.
 WAIT_SET: Final = "consistent.wait.set"
@@ -406,6 +416,11 @@ STATEMENT_ATTRIBUTES: Final = (
     AttributeSpec(ROUTE_PINNED_REASON, AttrType.STRING, "pin reason (reason pinned only)"),
     AttributeSpec(ROUTE_TRIED, AttrType.STRING, "replicas tried and abandoned, comma-separated"),
     *_gtid_attribute(GTID_REQUIRED, "the session's required set"),
+    *_gtid_attribute(GTID_REQUIRED_OWN, "read_all_writes: the session's own GTIDs and tokens"),
+    *_gtid_attribute(GTID_REQUIRED_SEEN, "read_all_writes: what the session's reads saw"),
+    *_gtid_attribute(
+        GTID_REQUIRED_ACKNOWLEDGED, "read_all_writes: what the process had acknowledged"
+    ),
     *_gtid_attribute(WAIT_SET, "the set the last wait asked for"),
     AttributeSpec(WAIT_TARGET, AttrType.STRING, "the replica the last wait ran on"),
     AttributeSpec(WAIT_DURATION_MS, AttrType.DOUBLE, "milliseconds spent waiting", True),

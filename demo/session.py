@@ -19,7 +19,7 @@ from typing import Final
 import pymysql
 
 import consistent.dbapi
-from consistent.policy import ReplicaKnowledge
+from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
 from consistent.telemetry import Endpoint, LagSampler, Telemetry, TelemetryConfig
 from consistent.telemetry.sampler import SamplerConnection
 from demo.topology import Backends
@@ -153,6 +153,7 @@ def _connector(
     """How a session connects: the DB-API wrapper straight to the servers, or PyMySQL to the
     proxy with the level set by ``SET @@consistent_level``."""
     knowledge = ReplicaKnowledge()
+    acknowledged = AcknowledgedWrites()
     options = dict(backends.options)
 
     def dbapi(plan: SessionPlan) -> SessionConnection:
@@ -166,6 +167,7 @@ def _connector(
             connect_timeout=_CONNECT_TIMEOUT,
             read_timeout=_READ_TIMEOUT,
             knowledge=knowledge,
+            acknowledged=acknowledged,
             telemetry=telemetry,
             **options,
         )

@@ -2,8 +2,10 @@
 
 :class:`ProxyServer` owns everything that lives as long as the process: the listening socket, the
 sessions (one task each, awaited), a :class:`~proxy.backends.BackendServer` and its health monitor
-per configured server, the process-wide :class:`~consistent.policy.ReplicaKnowledge`, the user
-table and the metrics.  :func:`run` runs one on uvloop when it is installed.
+per configured server, the process-wide :class:`~consistent.policy.ReplicaKnowledge` and
+:class:`~consistent.policy.AcknowledgedWrites` (what the primary acknowledged to any session,
+which ``read_all_writes`` reads require), the user table and the metrics.  :func:`run` runs one
+on uvloop when it is installed.
 
 Lifecycle::
 
@@ -29,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from consistent.flavors import Flavor, detect_flavor, flavor_by_name
-from consistent.policy import PRIMARY, ReplicaKnowledge
+from consistent.policy import PRIMARY, AcknowledgedWrites, ReplicaKnowledge, format_token
 from consistent.protocol import Capability, ErrorCode, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
 from proxy.admin import AdminServer
@@ -98,13 +100,15 @@ def _backend_tls(config: ProxyConfig) -> ssl.SSLContext | None:
 
 
 class ProxyServer:
-    """See the module docstring.  ``knowledge`` may be injected (tests control its clock)."""
+    """See the module docstring.  ``knowledge`` and ``acknowledged`` may be injected (tests
+    control the clock, or share them between proxies)."""
 
     def __init__(
         self,
         config: ProxyConfig,
         *,
         knowledge: ReplicaKnowledge | None = None,
+        acknowledged: AcknowledgedWrites | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         self._config = config
@@ -112,6 +116,7 @@ class ProxyServer:
         #: one is given).
         self._telemetry = telemetry if telemetry is not None else default_telemetry()
         self._knowledge = knowledge if knowledge is not None else ReplicaKnowledge()
+        self._acknowledged = acknowledged if acknowledged is not None else AcknowledgedWrites()
         self._metrics = ProxyMetrics()
         self._metrics.gauges = self._gauges
         self._authenticator = Authenticator(config.users)
@@ -144,6 +149,10 @@ class ProxyServer:
     @property
     def knowledge(self) -> ReplicaKnowledge:
         return self._knowledge
+
+    @property
+    def acknowledged(self) -> AcknowledgedWrites:
+        return self._acknowledged
 
     @property
     def metrics(self) -> ProxyMetrics:
@@ -309,6 +318,10 @@ class ProxyServer:
         self._authenticator.users = config.users
         self._gate.total = config.max_unauthenticated
         self._gate.per_address = config.max_unauthenticated_per_address
+        if config.backends.primary != self._config.backends.primary:
+            # Another primary: what the old one acknowledged says nothing about it (sessions
+            # in flight keep the old primary and its state).
+            self._acknowledged = AcknowledgedWrites()
         self._backend_tls = _backend_tls(config)
         self._front_tls = _server_tls(config)
         self._apply_backends(config)
@@ -495,6 +508,7 @@ class ProxyServer:
             "server_version": self._server_version,
             "listen": self._config.listen.name,
             "reloads": self.reloads,
+            "acknowledged": format_token(self._acknowledged.state()),
             "backends": [
                 server.status(self._knowledge, flavor) for server in self._servers.values()
             ],

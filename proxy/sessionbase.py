@@ -19,6 +19,7 @@ from consistent.errors import Error, OperationalError, RemoteProtocolError
 from consistent.flavors import Flavor
 from consistent.policy import (
     PRIMARY,
+    AcknowledgedWrites,
     Decision,
     Level,
     PolicyConfig,
@@ -81,6 +82,9 @@ class SessionHost(Protocol):
     def knowledge(self) -> ReplicaKnowledge: ...
 
     @property
+    def acknowledged(self) -> AcknowledgedWrites: ...
+
+    @property
     def metrics(self) -> ProxyMetrics: ...
 
     @property
@@ -131,8 +135,8 @@ class SessionBase:
         self._servers = dict(host.servers())
         self._flavor = host.flavor
         self._mariadb = self._flavor.name == "mariadb"
-        # MariaDB has no ALL tracker (the policy fetches the primary's state instead): its
-        # primary connections always track the session's own GTIDs.
+        # MariaDB has no ALL tracker (read_all_writes needs none): its primary connections
+        # always track the session's own GTIDs.
         self._fixed_tracking: Tracking | None = _TRACKING_OWN if self._mariadb else None
         self._metrics = host.metrics
         self._tally = self._metrics.tally()
@@ -153,6 +157,7 @@ class SessionBase:
         self.policy = SessionPolicy(
             replicas=config.backends.replica_names,
             knowledge=host.knowledge,
+            acknowledged=host.acknowledged,
             flavor="mariadb" if self._mariadb else "mysql",
             config=PolicyConfig(
                 level=level or config.level,

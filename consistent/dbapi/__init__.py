@@ -54,7 +54,7 @@ from consistent.errors import (
     ProgrammingError,
     Warning,
 )
-from consistent.policy import Level, OnTimeout, ReplicaKnowledge
+from consistent.policy import AcknowledgedWrites, Level, OnTimeout, ReplicaKnowledge
 from consistent.telemetry import Telemetry
 
 __all__ = [
@@ -107,6 +107,7 @@ def connect(
     dsn: str | None = None,
     *,
     knowledge: ReplicaKnowledge | None = None,
+    acknowledged: AcknowledgedWrites | None = None,
     cursorclass: type[Any] | None = None,
     telemetry: Telemetry | None = None,
     **kwargs: Any,
@@ -117,7 +118,9 @@ def connect(
     on_timeout="primary", max_lag=None, flavor=None, autocommit=True, **pymysql_kwargs)``, or
     ``connect("mysql://user:pw@host:3306/db?replica=h2:3306&level=read_latest", **overrides)``
     (see :mod:`consistent.dbapi.config`).  ``knowledge`` isolates this connection's view of the
-    replicas from the process-wide one; ``cursorclass`` is the default cursor class.
+    replicas from the process-wide one, ``acknowledged`` what ``read_all_writes`` requires from
+    the process-wide record of what the primary acknowledged (connections that share one see
+    each other's writes at that level); ``cursorclass`` is the default cursor class.
 
     ``telemetry`` receives one span per routed statement; ``None`` uses the process's
     :func:`~consistent.telemetry.default_telemetry`, configured by the ``OTEL_*`` /
@@ -129,4 +132,10 @@ def connect(
     params.update(kwargs)
     config = build_config(**params)
     cls = cursor_class(cursorclass) if cursorclass is not None else None
-    return Connection(config, knowledge=knowledge, cursorclass=cls, telemetry=telemetry)
+    return Connection(
+        config,
+        knowledge=knowledge,
+        acknowledged=acknowledged,
+        cursorclass=cls,
+        telemetry=telemetry,
+    )

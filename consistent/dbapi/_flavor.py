@@ -57,8 +57,8 @@ class FlavorSQL:
 
     def primary_tracking(self, tracking: Tracking, current: object = None) -> str | None:
         """The statement that makes the primary's OK packets carry what ``tracking`` needs
-        (``None``: already on).  MariaDB has only ``last_gtid``; the policy reads the primary's
-        position itself at ``read_all_writes``."""
+        (``None``: already on).  MariaDB has only ``last_gtid``, at every level
+        (``read_all_writes`` needs nothing more: see :mod:`consistent.policy.acknowledged`)."""
         mode = TrackingMode.ALL_GTIDS if tracking is Tracking.ALL else TrackingMode.OWN_GTID
         if mode not in self.flavor.supported_modes:
             mode = TrackingMode.OWN_GTID

@@ -41,6 +41,7 @@ from consistent.gtid import GtidState
 from consistent.policy import (
     END_TRANSACTION,
     PRIMARY,
+    AcknowledgedWrites,
     Action,
     Decision,
     Level,
@@ -48,6 +49,7 @@ from consistent.policy import (
     SessionPolicy,
     Tracking,
     WaitOutcome,
+    process_acknowledged,
     process_knowledge,
 )
 from consistent.telemetry import (
@@ -114,7 +116,9 @@ class Connection:
     ``begin(read_only=True)`` starts a read-only transaction that may run on a replica, and
     ``last_decision`` tells where the last statement went and why.  Spans go to
     ``telemetry`` (the process's :func:`~consistent.telemetry.default_telemetry` when
-    ``None``).
+    ``None``).  ``knowledge`` and ``acknowledged`` default to the process's
+    (:func:`~consistent.policy.process_knowledge`,
+    :func:`~consistent.policy.process_acknowledged` of the primary's ``host:port``).
     """
 
     Warning = errors.Warning
@@ -133,6 +137,7 @@ class Connection:
         config: ConnectConfig,
         *,
         knowledge: ReplicaKnowledge | None = None,
+        acknowledged: AcknowledgedWrites | None = None,
         cursorclass: type[Cursor] | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
@@ -166,6 +171,11 @@ class Connection:
             ) from exc
         flavor = config.flavor or detect_flavor(raw.server_version)
         self._flavor: FlavorSQL = flavor_sql(flavor)
+        # Every OK packet of the primary feeds the acknowledged state as it arrives (_on_ok),
+        # whatever the level, so that read_all_writes sessions of the process see the write.
+        self._acknowledged = (
+            acknowledged if acknowledged is not None else process_acknowledged(config.primary.name)
+        )
         self._pending = PendingGtids(flavor)
         self._policy_or_none = SessionPolicy(
             replicas=[spec.name for spec in config.replicas],
@@ -173,6 +183,7 @@ class Connection:
             flavor=flavor,
             config=config.policy,
             autocommit=config.autocommit,
+            acknowledged=self._acknowledged,
         )
         self._replicas: dict[str, ServerLink] = {
             spec.name: self._replica_link(spec) for spec in config.replicas
@@ -212,12 +223,13 @@ class Connection:
         return self._policy
 
     def _drain(self) -> None:
-        """Hand the GTIDs noted from OK packets to the policy."""
+        """Hand the GTIDs noted from OK packets to the policy (the primary's are in the
+        acknowledged state already)."""
         pending = self._pending
         if pending:
             policy = self._policy
             for target, state in pending.drain():
-                policy.observe_gtids(target, state)
+                policy.observe_gtids(target, state, acknowledge=False)
 
     @property
     def tracer(self) -> StatementTracer:
@@ -439,6 +451,10 @@ class Connection:
             return
         if text is None:
             return
+        if name == PRIMARY:
+            # Acknowledged to the process now, before the statement returns: a read_all_writes
+            # read of any session that begins after it must see it.
+            self._acknowledged.note(text, self._flavor.name)
         span = self._span
         if span is not NOOP_SPAN and name == PRIMARY and span.recording and self._own_gtids():
             if not self._replicas:
@@ -451,7 +467,7 @@ class Connection:
                     span.produced(state)
                     # The next routing decision would parse the text again: give the policy
                     # this state now.
-                    self._policy.observe_gtids(PRIMARY, state)
+                    self._policy.observe_gtids(PRIMARY, state, acknowledge=False)
                     return
         if pending.add(name, text):
             self._drain()

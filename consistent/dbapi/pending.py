@@ -13,33 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from consistent.errors import MalformedGtid, MalformedGtidSet, RemoteProtocolError
-from consistent.gtid import GtidState, MariaGtid, MariaPosition
-from consistent.policy.states import FlavorName, parse_state
+from consistent.errors import MalformedGtidSet, RemoteProtocolError
+from consistent.gtid import GtidState
+from consistent.policy.states import FlavorName, parse_tracked
 
 __all__ = ["PendingGtids", "parse_tracked"]
 
 #: MySQL texts kept before a batch is parsed anyway (bounds memory on write-only sessions).
 MYSQL_BATCH: Final = 256
-
-
-def parse_tracked(text: str, flavor: FlavorName) -> GtidState:
-    """A GTID text from an OK packet, parsed in ``flavor``'s syntax (raises
-    :class:`~consistent.errors.MalformedGtidSet`).
-
-    MariaDB's ``last_gtid`` is one plain ``domain-server-seq``: for that shape, splitting and
-    three ``int()`` take half the time of the general parser, which follows MariaDB's
-    character-level grammar.  The result is the same (a property test checks it); anything
-    else, out-of-range numbers included, goes through the general parser.
-    """
-    if flavor == "mariadb":
-        parts = text.split("-")
-        if len(parts) == 3 and text.isascii() and all(part.isdigit() for part in parts):
-            try:
-                return MariaPosition((MariaGtid(int(parts[0]), int(parts[1]), int(parts[2])),))
-            except MalformedGtid:
-                pass  # out of range: the general parser rejects it with the right error
-    return parse_state(text, flavor)
 
 
 class PendingGtids:

@@ -1,8 +1,10 @@
 """The routing policy: which server runs each statement, and what to wait for first.
 
 Sans-I/O (DESIGN "Architecture"): :class:`SessionPolicy` is one session's state machine,
-:class:`ReplicaKnowledge` what the whole process knows about its replicas.  The DB-API wrapper
-and the proxy drive the same machine; see :mod:`consistent.policy.session` for the protocol.
+:class:`ReplicaKnowledge` what the whole process knows about its replicas,
+:class:`AcknowledgedWrites` what the primary acknowledged to any session of the process.
+The DB-API wrapper and the proxy drive the same machine; see :mod:`consistent.policy.session`
+for the protocol.
 """
 
 from __future__ import annotations
@@ -11,8 +13,16 @@ from consistent.native import require_fresh
 
 require_fresh(__name__)  # before any module of this package, compiled or not, is imported
 
+from consistent.policy.acknowledged import AcknowledgedWrites, process_acknowledged  # noqa: E402
 from consistent.policy.config import Level, OnTimeout, PolicyConfig, Tracking  # noqa: E402
-from consistent.policy.decision import PRIMARY, Action, Decision, Reason, WaitOutcome  # noqa: E402
+from consistent.policy.decision import (  # noqa: E402
+    PRIMARY,
+    Action,
+    Decision,
+    Reason,
+    RequiredSources,
+    WaitOutcome,
+)
 from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView, process_knowledge  # noqa: E402
 from consistent.policy.replay import SessionStateLog  # noqa: E402
 from consistent.policy.selection import rank_replicas  # noqa: E402
@@ -23,6 +33,7 @@ __all__ = [
     "END_TRANSACTION",
     "PRIMARY",
     "READ_ONLY_BEGIN",
+    "AcknowledgedWrites",
     "Action",
     "Decision",
     "FlavorName",
@@ -32,6 +43,7 @@ __all__ = [
     "Reason",
     "ReplicaKnowledge",
     "ReplicaView",
+    "RequiredSources",
     "SessionPolicy",
     "SessionStateLog",
     "Tracking",
@@ -39,6 +51,7 @@ __all__ = [
     "WaitOutcome",
     "format_token",
     "parse_token",
+    "process_acknowledged",
     "process_knowledge",
     "rank_replicas",
 ]

@@ -38,7 +38,10 @@ class Level(StrEnum):
     EVENTUAL = "eventual"
     #: Every write this session committed (OWN_GTID / MariaDB ``last_gtid``).
     READ_OWN_WRITES = "read_own_writes"
-    #: Everything the primary had executed when this session last committed (ALL_GTIDS).
+    #: Every write this process (or this proxy) had had acknowledged before the read began,
+    #: and everything this session already saw: its reads never go backwards.  From the GTIDs
+    #: the primary reports to every session (OWN_GTID / ``last_gtid``; ALL_GTIDS where the
+    #: server has it) and what the replicas it read from were known to have executed.
     READ_ALL_WRITES = "read_all_writes"
     #: Everything committed anywhere before the read began (primary state fetched per read).
     READ_LATEST = "read_latest"
@@ -70,8 +73,9 @@ class Tracking(StrEnum):
 
     #: The session's own GTIDs (MySQL ``OWN_GTID``; MariaDB ``last_gtid``).
     OWN = "own"
-    #: The primary's whole executed set after each commit (MySQL ``ALL_GTIDS``; MariaDB has no
-    #: such tracker, so it is read with a query instead, see ``SessionPolicy``).
+    #: The primary's whole executed set after each commit (MySQL ``ALL_GTIDS``, used at
+    #: ``read_all_writes``).  MariaDB has no such tracker: its sessions track ``last_gtid`` at
+    #: every level, and ``read_all_writes`` needs nothing more.
     ALL = "all"
 
 

@@ -21,7 +21,15 @@ from consistent.gtid import GtidState
 from consistent.policy._fast import frozen_factory
 from consistent.policy.config import Level
 
-__all__ = ["PRIMARY", "Action", "Decision", "Reason", "WaitOutcome", "new_decision"]
+__all__ = [
+    "PRIMARY",
+    "Action",
+    "Decision",
+    "Reason",
+    "RequiredSources",
+    "WaitOutcome",
+    "new_decision",
+]
 
 #: The target name of the primary.  Replicas are named by their address, so never clash.
 PRIMARY: Final = "primary"
@@ -35,7 +43,8 @@ class Action(StrEnum):
     #: Run the flavour's wait for ``wait_set`` on replica ``target`` (at most ``wait_timeout``
     #: seconds), then call ``SessionPolicy.on_wait``.
     WAIT = "wait"
-    #: Read the primary's executed state, then call ``SessionPolicy.on_primary_state``.
+    #: Read the primary's executed state (``read_latest``), then call
+    #: ``SessionPolicy.on_primary_state``.
     FETCH_PRIMARY_STATE = "fetch_primary_state"
     #: Send nothing: a read-only ``BEGIN`` waits for its first statement to know its server, and
     #: ending a transaction that never reached a server has nothing to end.
@@ -93,6 +102,21 @@ class WaitOutcome(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class RequiredSources:
+    """Where a ``read_all_writes`` read's required set came from: it is the union of the three
+    (they may overlap)."""
+
+    #: The session's own: what the primary reported to it (its GTIDs; the primary's whole set
+    #: under ``ALL_GTIDS``) and the tokens it required.
+    own: GtidState | None
+    #: What the session's earlier reads saw (what their servers were known to have).
+    seen: GtidState | None
+    #: What the primary had acknowledged to any session of the process (or the proxy) when
+    #: the read was routed.
+    acknowledged: GtidState | None
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """One step of routing a statement."""
 
@@ -124,6 +148,8 @@ class Decision:
     prelude: tuple[tuple[str, str], ...] = ()
     #: For ``FAIL``: the error to raise.
     error: Error | None = None
+    #: For a read at ``read_all_writes``: where ``required`` came from.
+    sources: RequiredSources | None = None
 
     @property
     def is_primary(self) -> bool:

@@ -44,13 +44,16 @@ How each level gets its required set
 * ``read_own_writes``: the GTIDs the primary reports for this session (MySQL ``OWN_GTID``,
   MariaDB ``last_gtid``).  On MariaDB a position also covers every earlier transaction of the
   same domain, so this is never weaker than on MySQL.
-* ``read_all_writes`` on MySQL: ``ALL_GTIDS``, the primary's whole ``gtid_executed`` after each
-  commit.  MariaDB has no such tracker: after a statement that committed (its OK carried a new
-  ``last_gtid``) the session is marked stale, and the next read that would go to a replica first
-  asks the driver for the primary's ``@@GLOBAL.gtid_binlog_pos`` (``FETCH_PRIMARY_STATE``).
-  Cost: one primary round trip per read that follows a commit; none for reads that follow reads,
-  none for sessions that only write.  The position fetched then is a superset of the one at
-  commit time, so the guarantee holds (the wait may be a little longer).
+* ``read_all_writes``, on both flavours, from what the process already receives (no round
+  trip): every GTID the primary reported to any session of the process (or of the proxy)
+  feeds the shared :class:`~consistent.policy.acknowledged.AcknowledgedWrites`, and a read
+  requires its state as it is when the read is routed (part one: every write acknowledged
+  before the read began).  After a read on a replica, what that replica was known to have
+  executed when it served the read joins the required set, and so does what a replica reports
+  about itself in its OK packets (MySQL ``ALL_GTIDS`` on replica connections): the session's
+  next read is never routed where less is known to be applied (part two: reads do not go
+  backwards).  On MySQL the session's primary connection tracks ``ALL_GTIDS``, so its commits
+  report the primary's whole set, which is more than enough.
 * ``read_latest``: every read that would go to a replica first fetches the primary's executed
   state (one primary round trip per read), merged into the required set.
 * ``eventual``: nothing is waited for, though the session's own GTIDs are still collected so that
@@ -69,12 +72,15 @@ from consistent.classify import Classification, RouteTarget, StatementKind
 from consistent.classify.session import replay_sql
 from consistent.errors import ConsistencyTimeout, OperationalError
 from consistent.gtid import GtidState
+from consistent.policy._fast import frozen_factory
+from consistent.policy.acknowledged import AcknowledgedWrites
 from consistent.policy.config import Level, OnTimeout, PolicyConfig, Tracking
 from consistent.policy.decision import (
     PRIMARY,
     Action,
     Decision,
     Reason,
+    RequiredSources,
     WaitOutcome,
     new_decision,
 )
@@ -128,6 +134,8 @@ _PRIMARY_REASONS = {
 # A write's detail when the classifier gives no primary reason.
 _KIND_DETAIL = {kind: kind.name.lower() for kind in _K}
 _EXECUTE = Action.EXECUTE
+_READ_ALL_WRITES = Level.READ_ALL_WRITES
+_new_sources = frozen_factory(RequiredSources)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +161,7 @@ class _Seed(NamedTuple):
     sql: str
     tried: tuple[str, ...] = ()
     wait_set: GtidState | None = None
+    sources: RequiredSources | None = None
 
 
 _SeedLike = _Seed | Decision
@@ -180,9 +189,11 @@ def _hint_target(stmt: Classification) -> RouteTarget | None:
 class SessionPolicy:
     """The routing state of one session: required set, transaction, pins, session state.
 
-    ``replicas`` are the names (``host:port``) of the session's replicas; ``knowledge`` is
-    shared by the sessions of a process; ``flavor`` is ``"mysql"`` or ``"mariadb"``;
-    ``autocommit`` is the connection's initial mode.
+    ``replicas`` are the names (``host:port``) of the session's replicas; ``knowledge`` and
+    ``acknowledged`` (what the primary acknowledged to any of them) are shared by the sessions
+    of a process, ``acknowledged`` per primary; without one, the session has its own and
+    ``read_all_writes`` covers only what it was told itself.  ``flavor`` is ``"mysql"`` or
+    ``"mariadb"``; ``autocommit`` is the connection's initial mode.
     """
 
     def __init__(
@@ -193,20 +204,30 @@ class SessionPolicy:
         flavor: FlavorName,
         config: PolicyConfig | None = None,
         autocommit: bool = True,
+        acknowledged: AcknowledgedWrites | None = None,
     ) -> None:
         if PRIMARY in replicas:
             raise ValueError(f"{PRIMARY!r} cannot name a replica")
         self._replicas = tuple(dict.fromkeys(replicas))
         self._knowledge = knowledge
+        self._acknowledged = acknowledged if acknowledged is not None else AcknowledgedWrites()
         self._flavor: FlavorName = flavor
         self._config = config if config is not None else PolicyConfig()
         self._initial_autocommit = autocommit
         self._autocommit = autocommit
-        self._required: GtidState = empty_state(flavor)
+        # The required set (the token) is the union of what the primary reported to this
+        # session and the tokens it required (``_own``), what its reads saw (``_seen``) and the
+        # acknowledged states its read_all_writes reads required.  It is the very object
+        # ``_own`` while nothing else was added.
+        self._own: GtidState = empty_state(flavor)
+        self._required: GtidState = self._own
+        self._seen: GtidState | None = None
+        # The acknowledged state last merged, and the last state a read saw: merged again only
+        # when they change (they are immutable, so identity says it).
+        self._merged_ack: GtidState | None = None
+        self._last_saw: GtidState | None = None
         self._txn: Transaction | None = None
         self._pins: dict[str, None] = {}
-        # MariaDB read_all_writes: the primary's position must be fetched before the next read.
-        self._all_stale = False
         self._log = SessionStateLog()
         self._last_target = PRIMARY
         # The last statement known to change nothing in the session when it succeeds, and the
@@ -227,6 +248,11 @@ class SessionPolicy:
         return self._knowledge
 
     @property
+    def acknowledged(self) -> AcknowledgedWrites:
+        """What the primary acknowledged to the sessions of this process (shared)."""
+        return self._acknowledged
+
+    @property
     def flavor(self) -> FlavorName:
         """``"mysql"`` or ``"mariadb"``."""
         return self._flavor
@@ -238,10 +264,7 @@ class SessionPolicy:
 
     @config.setter
     def config(self, config: PolicyConfig) -> None:
-        raising = config.level is Level.READ_ALL_WRITES and self._config.level != config.level
         self._config = config
-        if raising and self._flavor == "mariadb":
-            self._all_stale = True
 
     @property
     def level(self) -> Level:
@@ -259,8 +282,15 @@ class SessionPolicy:
 
     @property
     def required(self) -> GtidState:
-        """What a read must see at read_own_writes / read_all_writes (may be empty)."""
+        """What a read must see at read_own_writes (may be empty); at read_all_writes, the
+        acknowledged state when the read is routed is added to it."""
         return self._required
+
+    @property
+    def seen(self) -> GtidState | None:
+        """What the session's reads at read_all_writes (and read_latest) are known to have
+        seen, beyond its own writes (part of :attr:`required`)."""
+        return self._seen
 
     @property
     def token(self) -> str:
@@ -271,12 +301,29 @@ class SessionPolicy:
         """Merge a token from another session (raises ``MalformedGtidSet``, 1772, for
         anything that is not a token's text: ``object``, so that the compiled build checks
         nothing before :func:`parse_token` does and answers as the source does)."""
-        self._required = merge(self._required, _parse_token(token, self._flavor)) or self._required
+        self._add_own(_parse_token(token, self._flavor))
 
     def forget_required(self) -> None:
         """Require nothing any more, keeping every other piece of session state: for a pooled
-        connection handed to another logical session, which brings its own token."""
-        self._required = empty_state(self._flavor)
+        connection handed to another logical session, which brings its own token.  (The
+        process's acknowledged state is not the session's: it still applies.)"""
+        self._own = self._required = empty_state(self._flavor)
+        self._seen = self._merged_ack = self._last_saw = None
+
+    def _add_own(self, state: GtidState) -> None:
+        previous = self._own
+        own = merge(previous, state) or previous
+        self._own = own
+        required = self._required
+        self._required = own if required is previous else (merge(required, state) or required)
+
+    def _saw(self, state: GtidState) -> None:
+        """A read of this session saw at least ``state``: later reads must too."""
+        if state is self._last_saw or not state:
+            return
+        self._last_saw = state
+        self._seen = merge(self._seen, state)
+        self._required = merge(self._required, state) or self._required
 
     @property
     def autocommit(self) -> bool:
@@ -345,10 +392,9 @@ class SessionPolicy:
         """Forget the session (a connection reset, or a pooled connection handed to a new
         user): required set, transaction, pins, session state.  The driver resets its replica
         connections too."""
-        self._required = empty_state(self._flavor)
+        self.forget_required()
         self._txn = None
         self._pins.clear()
-        self._all_stale = False
         self._log.clear()
         self._autocommit = self._initial_autocommit
         self._last_target = PRIMARY
@@ -413,6 +459,7 @@ class SessionPolicy:
                 (),
                 (),
                 None,
+                None,
             )
             self._last_primary = last
             return last
@@ -464,8 +511,7 @@ class SessionPolicy:
         """The primary's executed state, fetched as ``decision`` asked: merged into the
         required set, then routing continues."""
         self._expect(decision, Action.FETCH_PRIMARY_STATE)
-        self._required = merge(self._required, state) or self._required
-        self._all_stale = False
+        self._saw(state)
         return self._route_read(decision, fetched=True)
 
     def on_wait(
@@ -519,7 +565,7 @@ class SessionPolicy:
         target = decision.target
         self._last_target = target
         if target != PRIMARY:
-            self._knowledge.record_success(target)
+            self._served(decision)
         if stmt is self._inert:
             return
         if not stmt.parts and _inert(stmt):
@@ -529,6 +575,18 @@ class SessionPolicy:
             return
         for part in stmt.parts or (stmt,):
             self._apply(part, target)
+
+    def _served(self, decision: Decision) -> None:
+        """A replica served ``decision``'s statement: it is healthy, and at read_all_writes
+        the session saw what that replica was known to have when it served the read."""
+        self._knowledge.record_success(decision.target)
+        if decision.level is _READ_ALL_WRITES:
+            known = decision.known
+            waited = decision.wait_set
+            if waited is not None:
+                known = merge(known, waited)
+            if known is not None:
+                self._saw(known)
 
     def on_error(self, decision: Decision, *, connection_lost: bool) -> Decision | None:
         """The statement ``decision`` sent failed.  Returns a decision to retry with (a read
@@ -564,18 +622,24 @@ class SessionPolicy:
         self.pin(_SESSION_STATE_PIN)
         return self._to_primary(decision, Reason.PINNED, _SESSION_STATE_PIN)
 
-    def observe_gtids(self, target: str, state: GtidState) -> None:
-        """GTID information from an OK packet on ``target``'s connection: the session's own
-        (or, at ALL, the primary's whole) set on the primary; a replica's executed state on a
-        replica."""
+    def observe_gtids(self, target: str, state: GtidState, *, acknowledge: bool = True) -> None:
+        """GTID information from an OK packet on ``target``'s connection.
+
+        On the primary: the session's own GTIDs (or, under ``ALL_GTIDS``, the primary's whole
+        set), which the primary has also acknowledged to the process, so they join the shared
+        acknowledged state too, unless ``acknowledge`` is false (the driver handed the packet's
+        text to it already, as the packet arrived).  On a replica: its executed state, which
+        the replica knowledge learns and which, at read_all_writes, the session has seen."""
         if not state:
             return
         if target == PRIMARY:
-            self._required = merge(self._required, state) or self._required
-            if self._flavor == "mariadb" and self._config.level is Level.READ_ALL_WRITES:
-                self._all_stale = True
+            self._add_own(state)
+            if acknowledge:
+                self._acknowledged.add(state)
         else:
             self._knowledge.record_executed(target, state)
+            if self._config.level is _READ_ALL_WRITES:
+                self._saw(state)
 
     def observe_status(self, target: str, *, in_transaction: bool) -> None:
         """The server status of ``target``'s last OK packet.  A transaction the policy thinks
@@ -639,6 +703,7 @@ class SessionPolicy:
             seed.tried,
             prelude,
             error,
+            seed.sources,
         )
 
     def _to_primary(self, seed: _SeedLike, reason: Reason, detail: str | None = None) -> Decision:
@@ -675,6 +740,7 @@ class SessionPolicy:
             seed.tried,
             prelude,
             None,
+            seed.sources,
         )
 
     def _route_begin(self, seed: _SeedLike) -> Decision:
@@ -751,6 +817,8 @@ class SessionPolicy:
             max_lag = hint.max_lag if hint is not None and hint.max_lag is not None else None
             if max_lag is None:
                 max_lag = self._config.max_lag
+        if level is _READ_ALL_WRITES:
+            seed = self._with_acknowledged(seed)
         required = None if eventual else self._required
         found = best_replica(
             self._knowledge, self._replicas, required=required, exclude=seed.tried, max_lag=max_lag
@@ -764,9 +832,7 @@ class SessionPolicy:
         best, covered = found
         if eventual:
             return self._on_replica(seed, best.name, Reason.EVENTUAL, best.executed)
-        if not fetched and (
-            level is Level.READ_LATEST or (level is Level.READ_ALL_WRITES and self._all_stale)
-        ):
+        if not fetched and level is Level.READ_LATEST:
             return self._step(seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, level.value)
         # Past eventual, ``required`` is the session's required set, which ``covered`` judged.
         if not required:
@@ -783,6 +849,19 @@ class SessionPolicy:
             wait_set=lacking,
             wait_timeout=self._config.wait_timeout,
         )
+
+    def _with_acknowledged(self, seed: _SeedLike) -> _SeedLike:
+        """``seed`` for a read at read_all_writes: everything the process had acknowledged
+        until now joins the required set, and the seed records where that set came from."""
+        acknowledged = self._acknowledged.state()
+        if acknowledged is not None and acknowledged is not self._merged_ack:
+            self._merged_ack = acknowledged
+            self._required = merge(self._required, acknowledged) or self._required
+        own = self._own
+        sources = _new_sources(own if own else None, self._seen, acknowledged)
+        if isinstance(seed, Decision):
+            return replace(seed, sources=sources)
+        return _Seed(seed.statement, seed.level, seed.sql, seed.tried, seed.wait_set, sources)
 
     @staticmethod
     def _expect(decision: Decision, action: Action) -> None:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from consistent.errors import InterfaceError, MalformedGtidSet
-from consistent.gtid import GtidSet, GtidState, MariaPosition
+from consistent.errors import InterfaceError, MalformedGtid, MalformedGtidSet
+from consistent.gtid import GtidSet, GtidState, MariaGtid, MariaPosition
 
 __all__ = [
     "FlavorName",
@@ -36,6 +36,7 @@ __all__ = [
     "missing",
     "parse_state",
     "parse_token",
+    "parse_tracked",
 ]
 
 FlavorName = Literal["mysql", "mariadb"]
@@ -61,6 +62,25 @@ def parse_state(text: str, flavor: FlavorName) -> GtidState:
     if flavor == "mysql":
         return GtidSet.parse(text)
     return MariaPosition.parse(text.strip())
+
+
+def parse_tracked(text: str, flavor: FlavorName) -> GtidState:
+    """A GTID text from an OK packet, parsed in ``flavor``'s syntax (raises
+    :class:`~consistent.errors.MalformedGtidSet`).
+
+    MariaDB's ``last_gtid`` is one plain ``domain-server-seq``: for that shape, splitting and
+    three ``int()`` take half the time of the general parser, which follows MariaDB's
+    character-level grammar.  The result is the same (a property test checks it); anything
+    else, out-of-range numbers included, goes through the general parser.
+    """
+    if flavor == "mariadb":
+        parts = text.split("-")
+        if len(parts) == 3 and text.isascii() and all(part.isdigit() for part in parts):
+            try:
+                return MariaPosition((MariaGtid(int(parts[0]), int(parts[1]), int(parts[2])),))
+            except MalformedGtid:
+                pass  # out of range: the general parser rejects it with the right error
+    return parse_state(text, flavor)
 
 
 def _mismatch(a: GtidState, b: GtidState) -> InterfaceError:

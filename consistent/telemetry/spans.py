@@ -63,6 +63,9 @@ from consistent.telemetry.spanattrs import (
 )
 from consistent.trace import (
     GTID_REQUIRED,
+    GTID_REQUIRED_ACKNOWLEDGED,
+    GTID_REQUIRED_OWN,
+    GTID_REQUIRED_SEEN,
     REPLICA_KNOWN_EXECUTED,
     STATEMENT_SPAN,
     AttributeValue,
@@ -467,6 +470,15 @@ class _RecordingSpan(StatementSpan):
             parts.append(route_from_decision(tracer.routes, decision, tracer.address))
             if decision.required is not None:
                 parts.append(tracer.gtid_part(GTID_REQUIRED, decision.required))
+            sources = decision.sources
+            if sources is not None:
+                # read_all_writes: which part of the required set came from where.
+                if sources.own is not None:
+                    parts.append(tracer.gtid_part(GTID_REQUIRED_OWN, sources.own))
+                if sources.seen is not None:
+                    parts.append(tracer.gtid_part(GTID_REQUIRED_SEEN, sources.seen))
+                if sources.acknowledged is not None:
+                    parts.append(tracer.gtid_part(GTID_REQUIRED_ACKNOWLEDGED, sources.acknowledged))
             known = decision.known
         else:
             where = self._route or _DEFAULT_ROUTE

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import consistent.dbapi as db
-from consistent.policy import ReplicaKnowledge
+from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
 from consistent.testing.replication import REPLICATION_BACKENDS, Replication, open_replication
 
 
@@ -21,6 +21,9 @@ class Backend(Replication):
     """The topology under test, plus the DB-API connections the test opened on it."""
 
     opened: list[db.Connection] = field(default_factory=list)
+    #: What the primary acknowledged to the test's connections: they share it, as the
+    #: connections of one process do, and no other test's writes are in it.
+    acknowledged: AcknowledgedWrites = field(default_factory=AcknowledgedWrites)
 
     def connect(self, **kwargs: Any) -> db.Connection:
         """A logical connection to the test database with its own replica knowledge."""
@@ -28,6 +31,7 @@ class Backend(Replication):
         params.update(self.options)
         params.update(kwargs)
         params.setdefault("knowledge", ReplicaKnowledge())
+        params.setdefault("acknowledged", self.acknowledged)
         conn = db.connect(**params)
         self.opened.append(conn)
         return conn

@@ -22,7 +22,7 @@ import pytest
 import consistent.dbapi as db
 from consistent.emulator.wire.thread import EmulatorThread
 from consistent.gtid import GtidSet
-from consistent.policy import PRIMARY, Reason, ReplicaKnowledge
+from consistent.policy import PRIMARY, AcknowledgedWrites, Reason, ReplicaKnowledge
 
 
 class Pair:
@@ -41,6 +41,7 @@ class Pair:
 
     def connect(self, **kwargs: Any) -> db.Connection:
         kwargs.setdefault("knowledge", ReplicaKnowledge())
+        kwargs.setdefault("acknowledged", AcknowledgedWrites())  # servers new to this test
         return db.connect(
             primary=f"127.0.0.1:{self.primary.port}",
             replicas=[self.replica_name],

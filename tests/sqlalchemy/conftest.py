@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import registry
 
-from consistent.policy import ReplicaKnowledge
+from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
 from consistent.testing.replication import REPLICATION_BACKENDS, Replication, open_replication
 
 registry.register("mysql.consistent", "consistent.sqlalchemy", "ConsistentDialect")
@@ -49,11 +49,13 @@ class Backend(Replication):
 
     def engine(self, url: str | None = None, **kwargs: Any) -> sa.Engine:
         """An engine closed after the test.  ``mysql+consistent`` engines get their own
-        replica knowledge, so no test learns from another's replicas."""
+        replica knowledge and acknowledged state (shared by the engine's connections, as by a
+        process's), so no test learns from another's."""
         url = url or self.url()
         if "+consistent" in url:
             connect_args = kwargs.setdefault("connect_args", {})
             connect_args.setdefault("knowledge", ReplicaKnowledge())
+            connect_args.setdefault("acknowledged", AcknowledgedWrites())
         engine = sa.create_engine(url, **kwargs)
         self.engines.append(engine)
         return engine

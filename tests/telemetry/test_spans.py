@@ -345,3 +345,23 @@ def test_the_no_op_path_allocates_nothing_per_statement() -> None:
     assert large - small < 512  # constant, not growing with the number of statements
     assert current < 512
     assert sys.getrefcount(NOOP_SPAN) > 1
+
+
+def test_read_all_writes_says_where_the_required_set_came_from(harness: HarnessFactory) -> None:
+    h = harness(level="read_all_writes", flavor="mariadb")
+    h.run("INSERT INTO t VALUES (1)", produced=MariaPosition.parse("0-1-4"))
+    for replica in (R1, R2):
+        h.knowledge.record_executed(replica, MariaPosition.parse("1-2-9"))
+    h.run("SELECT v FROM t")  # waits for 0-1-4 where 1-2-9 was known: the read saw both
+    h.policy.acknowledged.add(MariaPosition.parse("0-1-6"))  # another session's write
+    h.run("SELECT v FROM t")
+    a = h.last().attributes
+    assert a[trace.GTID_REQUIRED_OWN] == "0-1-4"
+    assert a[trace.GTID_REQUIRED_SEEN] == "0-1-4,1-2-9"
+    assert a[trace.GTID_REQUIRED_ACKNOWLEDGED] == "0-1-6"
+    assert a[trace.GTID_REQUIRED_ACKNOWLEDGED + trace.COUNT_SUFFIX] == 1
+    assert a[trace.GTID_REQUIRED] == "0-1-6,1-2-9"
+    conforms(h.last())
+    h.policy.level = "read_own_writes"  # type: ignore[assignment]
+    h.run("SELECT v FROM t")
+    assert trace.GTID_REQUIRED_ACKNOWLEDGED not in h.last().attributes

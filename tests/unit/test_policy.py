@@ -497,27 +497,6 @@ def test_read_all_writes_on_mysql_uses_the_all_gtids_set_without_fetching() -> N
     assert [w.wait_set for w in trace.waits] == [gs(f"{A}:1-8")]
 
 
-def test_read_all_writes_on_mariadb_fetches_the_binlog_position_after_a_commit() -> None:
-    policy, _, _ = make(level="read_all_writes", flavor="mariadb", replicas=(R1,))
-    write(policy, "INSERT INTO t VALUES (1)", mp("0-1-8"))
-    trace = drive(policy, "SELECT 1", primary_state=mp("0-1-9,1-2-4"))
-    assert len(trace.fetches) == 1
-    assert [w.wait_set for w in trace.waits] == [mp("0-1-9,1-2-4")]
-    # Reads that follow reads do not fetch again.
-    again = drive(policy, "SELECT 1")
-    assert again.fetches == []
-    assert again.final.reason is Reason.KNOWN_COVERED
-    # The next commit makes the session stale again.
-    write(policy, "INSERT INTO t VALUES (2)", mp("0-1-10"))
-    assert len(drive(policy, "SELECT 1", primary_state=mp("0-1-10,1-2-4")).fetches) == 1
-
-
-def test_raising_the_level_to_read_all_writes_on_mariadb_fetches_first() -> None:
-    policy, _, _ = make(flavor="mariadb", replicas=(R1,))
-    policy.level = Level.READ_ALL_WRITES
-    assert len(drive(policy, "SELECT 1", primary_state=mp("0-1-3")).fetches) == 1
-
-
 def test_read_own_writes_on_mariadb_waits_only_for_lagging_domains() -> None:
     policy, knowledge, _ = make(flavor="mariadb", replicas=(R1,))
     knowledge.record_executed(R1, mp("0-1-20,1-1-3"))

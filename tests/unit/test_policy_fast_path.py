@@ -111,7 +111,7 @@ def general_success(policy: SessionPolicy, d: Decision) -> None:
     """``on_success`` as the general rules have it: every part applied."""
     policy._last_target = d.target
     if d.target != PRIMARY:
-        policy.knowledge.record_success(d.target)
+        policy._served(d)
     stmt = d.statement
     for part in stmt.parts or (stmt,):
         policy._apply(part, d.target)

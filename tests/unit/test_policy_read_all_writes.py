@@ -1,0 +1,380 @@
+"""``read_all_writes``: every write the process had acknowledged before a read began, and
+everything the session already saw, on both flavours, with no round trip to the primary —
+driven without any server, the way the DB-API wrapper and the proxy drive the policy."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from consistent.classify import classify
+from consistent.gtid import GtidSet, GtidState, MariaPosition
+from consistent.policy import (
+    PRIMARY,
+    AcknowledgedWrites,
+    Action,
+    Decision,
+    Level,
+    PolicyConfig,
+    Reason,
+    ReplicaKnowledge,
+    RequiredSources,
+    SessionPolicy,
+    Tracking,
+    WaitOutcome,
+    format_token,
+    process_acknowledged,
+)
+from consistent.policy.acknowledged import TEXT_BATCH
+from consistent.policy.states import FlavorName, covers
+
+A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+R1 = "10.0.0.2:3306"
+R2 = "10.0.0.3:3306"
+
+
+def gs(text: str) -> GtidSet:
+    return GtidSet.parse(text)
+
+
+def mp(text: str) -> MariaPosition:
+    return MariaPosition.parse(text)
+
+
+def session(
+    *,
+    flavor: FlavorName = "mariadb",
+    level: str = "read_all_writes",
+    replicas: Sequence[str] = (R1, R2),
+    knowledge: ReplicaKnowledge | None = None,
+    acknowledged: AcknowledgedWrites | None = None,
+    on_timeout: str = "primary",
+) -> SessionPolicy:
+    return SessionPolicy(
+        replicas=replicas,
+        knowledge=knowledge if knowledge is not None else ReplicaKnowledge(),
+        flavor=flavor,
+        config=PolicyConfig(level=Level(level), on_timeout=on_timeout),  # type: ignore[arg-type]
+        acknowledged=acknowledged,
+    )
+
+
+def route(
+    policy: SessionPolicy,
+    sql: str,
+    reached: Callable[[Decision], WaitOutcome] | WaitOutcome = WaitOutcome.REACHED,
+) -> list[Decision]:
+    """Every decision for ``sql``, waits answered by ``reached``, success reported."""
+    steps = [policy.route(classify(sql), sql)]
+    while steps[-1].action is not Action.EXECUTE:
+        d = steps[-1]
+        assert d.action is Action.WAIT, d
+        outcome = reached(d) if callable(reached) else reached
+        steps.append(policy.on_wait(d, outcome, duration=0.01))
+    policy.on_success(steps[-1])
+    return steps
+
+
+def write(policy: SessionPolicy, reported: GtidState) -> None:
+    sql = "INSERT INTO t VALUES (1)"
+    [d] = route(policy, sql)
+    assert d.target == PRIMARY
+    policy.observe_gtids(PRIMARY, reported)
+
+
+FLAVORS: list[tuple[FlavorName, Callable[[int], GtidState]]] = [
+    ("mysql", lambda n: gs(f"{A}:1-{n}")),
+    ("mariadb", lambda n: mp(f"0-1-{n}")),
+]
+
+
+# --- part one: what the process had acknowledged -------------------------------------------------
+
+
+@pytest.mark.parametrize(("flavor", "state"), FLAVORS, ids=[f for f, _ in FLAVORS])
+def test_a_session_that_only_reads_waits_for_what_another_session_had_acknowledged(
+    flavor: FlavorName, state: Callable[[int], GtidState]
+) -> None:
+    knowledge, shared = ReplicaKnowledge(), AcknowledgedWrites()
+    writer = session(
+        flavor=flavor, level="read_own_writes", knowledge=knowledge, acknowledged=shared
+    )
+    reader = session(flavor=flavor, knowledge=knowledge, acknowledged=shared)
+    write(writer, state(7))
+    steps = route(reader, "SELECT v FROM t")
+    assert [s.action for s in steps] == [Action.WAIT, Action.EXECUTE]  # no fetch, one wait
+    assert steps[0].wait_set == state(7)
+    assert steps[-1].reason is Reason.WAITED
+    assert steps[-1].required == state(7)
+    assert reader.token == format_token(state(7))
+
+
+@pytest.mark.parametrize(("flavor", "state"), FLAVORS, ids=[f for f, _ in FLAVORS])
+def test_without_a_shared_state_the_other_sessions_write_is_not_required(
+    flavor: FlavorName, state: Callable[[int], GtidState]
+) -> None:
+    """The control: the requirement above comes from the shared acknowledged state."""
+    writer = session(flavor=flavor, level="read_own_writes")
+    reader = session(flavor=flavor)
+    write(writer, state(7))
+    [d] = route(reader, "SELECT v FROM t")
+    assert d.reason is Reason.NOTHING_REQUIRED
+
+
+@pytest.mark.parametrize(("flavor", "state"), FLAVORS, ids=[f for f, _ in FLAVORS])
+def test_read_all_writes_never_fetches_the_primary_state(
+    flavor: FlavorName, state: Callable[[int], GtidState]
+) -> None:
+    policy = session(flavor=flavor, level="read_own_writes")
+    policy.level = Level.READ_ALL_WRITES
+    write(policy, state(3))
+    for _ in range(3):
+        steps = route(policy, "SELECT 1")
+        assert Action.FETCH_PRIMARY_STATE not in {s.action for s in steps}
+    # read_latest still reads the primary's state per read.
+    policy.level = Level.READ_LATEST
+    first = policy.route(classify("SELECT 1"), "SELECT 1")
+    assert first.action is Action.FETCH_PRIMARY_STATE
+
+
+def test_the_tracker_is_all_gtids_on_mysql_only_at_read_all_writes() -> None:
+    assert session(flavor="mysql").tracking is Tracking.ALL
+    assert session(flavor="mysql", level="read_own_writes").tracking is Tracking.OWN
+
+
+def test_the_acknowledged_state_is_taken_when_the_read_is_routed() -> None:
+    """A write acknowledged while a read waits is not that read's due, but the next one's."""
+    shared = AcknowledgedWrites()
+    writer = session(level="read_own_writes", acknowledged=shared)
+    reader = session(acknowledged=shared)
+    write(writer, mp("0-1-5"))
+    wait = reader.route(classify("SELECT 1"), "SELECT 1")
+    assert wait.wait_set == mp("0-1-5")
+    write(writer, mp("0-1-6"))
+    done = reader.on_wait(wait, WaitOutcome.REACHED, duration=0.01)
+    assert done.required == mp("0-1-5")
+    reader.on_success(done)
+    nxt = route(reader, "SELECT 1")
+    assert nxt[0].wait_set == mp("0-1-6")
+
+
+def test_gtids_acknowledged_out_of_order_never_lower_the_state() -> None:
+    shared = AcknowledgedWrites()
+    shared.add(mp("0-1-10,1-2-3"))
+    shared.add(mp("0-1-9"))  # a slower session's earlier commit, reported later
+    shared.note("1-2-2", "mariadb")
+    assert shared.state() == mp("0-1-10,1-2-3")
+    mysql = AcknowledgedWrites()
+    mysql.add(gs(f"{A}:5"))
+    mysql.note(f"{A}:3", "mysql")
+    mysql.add(gs(f"{A}:1"))
+    assert mysql.state() == gs(f"{A}:1:3:5")
+
+
+def test_texts_are_parsed_when_read_or_in_batches() -> None:
+    shared = AcknowledgedWrites()
+    assert shared.state() is None
+    for n in range(1, TEXT_BATCH):
+        shared.note(f"0-1-{n}", "mariadb")
+    assert shared._texts  # nothing parsed yet
+    shared.note(f"0-1-{TEXT_BATCH}", "mariadb")
+    assert not shared._texts  # a full batch is parsed at once
+    assert shared.state() == mp(f"0-1-{TEXT_BATCH}")
+    batch = AcknowledgedWrites()
+    batch.note(f"{A}:1", "mysql")
+    batch.note("not a gtid", "mysql")
+    batch.note(f"{A}:2", "mysql")
+    assert batch.state() == gs(f"{A}:1-2")  # a bad text does not lose the others
+
+
+def test_the_state_is_safe_to_share_between_threads() -> None:
+    shared = AcknowledgedWrites()
+
+    def noting(first: int) -> None:
+        for n in range(first, 4000, 4):
+            shared.note(f"{A}:{n + 1}", "mysql")
+            if n % 97 == 0:
+                shared.state()
+
+    threads = [threading.Thread(target=noting, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert shared.state() == gs(f"{A}:1-4000")
+
+
+def test_forget_drops_the_state() -> None:
+    shared = AcknowledgedWrites()
+    shared.add(mp("0-1-4"))
+    shared.note("0-1-5", "mariadb")
+    shared.forget()
+    assert shared.state() is None
+
+
+def test_the_process_state_is_one_per_primary() -> None:
+    assert process_acknowledged("db1:3306") is process_acknowledged("db1:3306")
+    assert process_acknowledged("db1:3306") is not process_acknowledged("db2:3306")
+
+
+def test_every_primary_ok_feeds_the_shared_state_unless_the_driver_did() -> None:
+    shared = AcknowledgedWrites()
+    policy = session(level="eventual", acknowledged=shared)
+    policy.observe_gtids(PRIMARY, mp("0-1-3"))
+    assert shared.state() == mp("0-1-3")
+    policy.observe_gtids(PRIMARY, mp("0-1-4"), acknowledge=False)
+    assert shared.state() == mp("0-1-3")
+    assert policy.token == "mariadb:0-1-4"
+    policy.observe_gtids(R1, mp("0-1-9"))  # a replica's state is not an acknowledgement
+    assert shared.state() == mp("0-1-3")
+
+
+# --- part two: reads never go backwards ----------------------------------------------------------
+
+
+def test_the_next_read_requires_what_the_replica_was_known_to_have() -> None:
+    knowledge = ReplicaKnowledge()
+    knowledge.record_executed(R1, mp("0-1-50"))
+    knowledge.record_executed(R2, mp("0-1-20"))
+    policy = session(knowledge=knowledge)
+    [first] = route(policy, "SELECT 1")
+    assert (first.target, first.reason) == (R1, Reason.NOTHING_REQUIRED)
+    assert first.known == mp("0-1-50")
+    assert policy.seen == mp("0-1-50")
+    knowledge.record_failure(R1)
+    steps = route(policy, "SELECT 1")
+    assert steps[0].target == R2
+    assert steps[0].wait_set == mp("0-1-50")  # R2 must catch up with what the first read saw
+    assert policy.token == "mariadb:0-1-50"
+
+
+def test_a_replica_that_reports_its_state_is_seen_at_read_all_writes_only() -> None:
+    for level, expected in (("read_all_writes", gs(f"{A}:1-30")), ("read_own_writes", None)):
+        policy = session(flavor="mysql", level=level)
+        [read] = route(policy, "SELECT 1")
+        # MySQL ALL_GTIDS on the replica's connection: the read's OK carries its executed set.
+        policy.observe_gtids(read.target, gs(f"{A}:1-30"))
+        assert policy.seen == expected
+
+
+def test_eventual_reads_add_nothing_to_what_is_required() -> None:
+    knowledge = ReplicaKnowledge()
+    knowledge.record_executed(R1, mp("0-1-50"))
+    policy = session(level="eventual", knowledge=knowledge, replicas=(R1,))
+    route(policy, "SELECT 1")
+    assert policy.seen is None
+    assert policy.token == ""
+
+
+def test_the_decision_says_where_the_required_set_came_from() -> None:
+    knowledge, shared = ReplicaKnowledge(), AcknowledgedWrites()
+    knowledge.record_executed(R1, mp("1-1-8"))
+    writer = session(level="read_own_writes", knowledge=knowledge, acknowledged=shared)
+    policy = session(knowledge=knowledge, acknowledged=shared, replicas=(R1,))
+    write(policy, mp("0-1-4"))
+    route(policy, "SELECT 1")  # sees what R1 is known to have: 1-1-8
+    write(writer, mp("0-1-6"))
+    policy.require("mariadb:2-1-1")
+    steps = route(policy, "SELECT 1")
+    assert steps[-1].sources == RequiredSources(
+        own=mp("0-1-4,2-1-1"), seen=mp("0-1-4,1-1-8"), acknowledged=mp("0-1-6")
+    )
+    assert steps[-1].required == mp("0-1-6,1-1-8,2-1-1")
+    # Other levels and writes carry no sources.
+    assert route(policy, "INSERT INTO t VALUES (2)")[-1].sources is None
+    policy.level = Level.READ_OWN_WRITES
+    assert route(policy, "SELECT 1")[-1].sources is None
+
+
+def test_forgetting_the_required_set_forgets_what_was_seen() -> None:
+    knowledge = ReplicaKnowledge()
+    knowledge.record_executed(R1, mp("0-1-50"))
+    policy = session(knowledge=knowledge, replicas=(R1,))
+    route(policy, "SELECT 1")
+    assert policy.token == "mariadb:0-1-50"
+    policy.forget_required()
+    assert (policy.token, policy.seen) == ("", None)
+    route(policy, "SELECT 1")
+    assert policy.token == "mariadb:0-1-50"  # learnt again from the next read
+
+
+# --- the guarantee, against a simulated topology --------------------------------------------------
+
+SIM_REPLICAS = (R1, R2)
+
+sim_operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), st.integers(0, 2)),  # a session of the process writes
+        st.tuples(st.just("external"), st.just(0)),  # another process writes
+        st.tuples(st.just("read"), st.integers(0, 2)),
+        st.tuples(st.just("apply"), st.sampled_from(SIM_REPLICAS)),
+        st.tuples(st.just("poll"), st.sampled_from(SIM_REPLICAS)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sim_operations, st.sampled_from(["mysql", "mariadb"]))
+def test_property_reads_see_what_was_acknowledged_and_never_go_backwards(
+    ops: list[tuple[str, object]], flavor: FlavorName
+) -> None:
+    """Three sessions of one process (sharing knowledge and the acknowledged state) over a
+    simulated primary, writes from another process, and two replicas that apply in order and
+    answer waits truthfully.  MySQL replicas report their executed set with each read (ALL_GTIDS
+    on replica connections); a monitor poll tells what a replica has.
+
+    Every read a replica serves sees every write acknowledged before it began, and never less
+    than what the session's previous read is known to have seen: on MySQL, all its previous
+    read saw."""
+    state: Callable[[int], GtidState] = (
+        (lambda n: gs(f"{A}:1-{n}") if n else GtidSet())
+        if flavor == "mysql"
+        else (lambda n: mp(f"0-1-{n}") if n else MariaPosition())
+    )
+    knowledge, shared = ReplicaKnowledge(), AcknowledgedWrites()
+    sessions = [
+        session(flavor=flavor, knowledge=knowledge, acknowledged=shared, replicas=SIM_REPLICAS)
+        for _ in range(3)
+    ]
+    primary = acked = 0
+    applied = dict.fromkeys(SIM_REPLICAS, 0)
+    floor = [0, 0, 0]  # what each session's reads are bound to see from now on
+
+    def reached(d: Decision) -> WaitOutcome:
+        assert d.wait_set is not None
+        ok = covers(state(applied[d.target]), d.wait_set)
+        return WaitOutcome.REACHED if ok else WaitOutcome.TIMED_OUT
+
+    for op, arg in ops:
+        if op == "write":
+            primary += 1
+            acked = primary
+            write(sessions[int(str(arg))], state(primary))
+        elif op == "external":
+            primary += 1
+        elif op == "apply":
+            applied[str(arg)] = min(primary, applied[str(arg)] + 1)
+        elif op == "poll":
+            knowledge.record_executed(str(arg), state(applied[str(arg)]))
+        else:
+            i = int(str(arg))
+            before = acked
+            final = route(sessions[i], "SELECT v FROM t", reached)[-1]
+            if final.target == PRIMARY:
+                floor[i] = max(floor[i], before)
+                continue
+            saw = applied[final.target]
+            assert saw >= before, "a write acknowledged before the read is missing"
+            assert saw >= floor[i], "the read went backwards"
+            if flavor == "mysql":
+                sessions[i].observe_gtids(final.target, state(saw))
+                floor[i] = saw
+            else:
+                known = final.known
+                have = known.get(0) if isinstance(known, MariaPosition) else None
+                floor[i] = max(floor[i], before, have.seq_no if have is not None else 0)
