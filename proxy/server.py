@@ -37,6 +37,7 @@ from proxy.backends import BackendServer, Credentials, HealthMonitor
 from proxy.config import ConfigError, ProxyConfig
 from proxy.handshake import (
     BACKEND_CAPABILITIES,
+    RELAYED_MARIADB_CAPABILITIES,
     AccessDenied,
     Authenticator,
     login_ok,
@@ -124,6 +125,7 @@ class ProxyServer:
         self._listener: asyncio.Server | None = None
         self._flavor: Flavor | None = None
         self._server_version = ""
+        self._mariadb_caps = 0
         self._charset = _DEFAULT_CHARSET
         self._front_tls = _server_tls(config)
         self._backend_tls = _backend_tls(config)
@@ -293,6 +295,9 @@ class ProxyServer:
         )
         if found and found[0].server_charset:
             self._charset = found[0].server_charset or _DEFAULT_CHARSET
+        if primary is not None:
+            # Offered to clients only when the primary (where bulk executes go) has them.
+            self._mariadb_caps = primary.server_mariadb_capabilities & RELAYED_MARIADB_CAPABILITIES
 
     def reload(self, config: ProxyConfig) -> None:
         """Adopt a new configuration: users and backends.  Sessions in flight keep the
@@ -393,6 +398,7 @@ class ProxyServer:
                 tls_context=self._front_tls,
                 require_tls=config.tls is not None and config.tls.require,
                 timeout=config.connect_timeout,
+                mariadb_capabilities=self._mariadb_caps,
             )
         except AccessDenied as denied:
             self._metrics.auth_failures += 1
@@ -420,6 +426,7 @@ class ProxyServer:
             user=login.user.name,
             level=login.user.level,
             capabilities=login.capabilities,
+            mariadb_capabilities=login.mariadb_capabilities,
             charset=login.charset,
             database=login.database,
             nonce=login.nonce,
