@@ -66,6 +66,10 @@ class ClientInput(SessionBase):
                         return
             elif self._streaming:
                 used = self._stream_feed(data)
+                if self._stream_complete():
+                    self._cbuf += data[used:]  # the commands after it, served once it ends
+                    self._stream_end()
+                    return
                 if used == len(data):
                     return
                 data = data[used:]
@@ -139,7 +143,7 @@ class ClientInput(SessionBase):
         self._write = self._hold
         self._metrics.streamed_commands += 1
         self._command(raw, raw[4:], 1)
-        if self._streaming and not self._stream_left and not self._stream_more:
+        if self._stream_complete():
             self._stream_end()
         return True
 
@@ -149,7 +153,13 @@ class ClientInput(SessionBase):
         used = self._stream_feed(buf)
         if used:
             del buf[:used]
+        if self._stream_complete():
+            self._stream_end()
         return not self._streaming
+
+    def _stream_complete(self) -> bool:
+        """The streamed packet has arrived whole (:meth:`_stream_end` is due)."""
+        return self._streaming and not self._stream_left and not self._stream_more
 
     def _hold(self, data: bytes | bytearray | memoryview) -> None:
         """The client's sink while a streamed command arrives."""
@@ -159,7 +169,8 @@ class ClientInput(SessionBase):
 
     def _stream_feed(self, data: bytes | bytearray) -> int:
         """Pass (or drop) the streamed packet's bytes at the start of ``data``; returns how
-        many belong to it.  Nothing is taken while the command's route is being decided."""
+        many belong to it.  Nothing is taken while the command's route is being decided.
+        The caller ends the stream once it is complete, after removing those bytes."""
         conn = self._stream_to
         if conn is None and not self._stream_drop:
             return 0
@@ -203,8 +214,6 @@ class ClientInput(SessionBase):
         if conn is not None and pos > start:
             whole = start == 0 and pos == n and isinstance(data, bytes)
             conn.write(data if whole else data[start:pos])
-        if not self._stream_left and not self._stream_more:
-            self._stream_end()
         return pos
 
     def _stream_violation(self, errno: int, message: str, conn: BackendConnection | None) -> None:

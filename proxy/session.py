@@ -473,6 +473,9 @@ class Session(SlowPath):
         if limit is not None and self._stream_size > limit:
             self._relay = None
             self._stream_refused()
+            self._check_buffer()
+            if self._cbuf:
+                self._pump()  # drop what arrived meanwhile
             return
         conn.submit(self._raw, relay)
         self._stream_attach(conn)
