@@ -13,6 +13,7 @@ PYTEST_ARGS ?=
 all: test
 
 $(STAMP): pyproject.toml
+	@bash scripts/ensure-system-packages.sh --python
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark]'

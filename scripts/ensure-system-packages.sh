@@ -6,13 +6,19 @@ set -euo pipefail
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
 
 # `--java`: only the Java runtime (what `make demo` needs beside .venv);
-# `--compiler`: only the C compiler that builds the proxy's compiled modules (`make native`).
+# `--compiler`: only the C compiler that builds the proxy's compiled modules (`make native`);
+# `--python`: what building the dev extra's packages needs (MariaDB Connector/Python is built
+# from source against Connector/C: mariadb_config from libmariadb-dev, pkg-config, gcc).
 mode="${1:-all}"
 missing=()
-if [ "$mode" != "--compiler" ]; then
+if [ "$mode" != "--compiler" ] && [ "$mode" != "--python" ]; then
     have java || missing+=(default-jre-headless)   # PySpark: analytics and the demo
 fi
 have cc || have gcc || missing+=(gcc)   # mypyc's C extensions (scripts/compile.py)
+if [ "$mode" = "all" ] || [ "$mode" = "--python" ]; then
+    have mariadb_config || missing+=(libmariadb-dev)   # pip install mariadb (dev extra)
+    have pkg-config || missing+=(pkg-config)
+fi
 if [ "$mode" = "all" ]; then
     have mariadbd || missing+=(mariadb-server)
     have mariadb || missing+=(mariadb-client)
@@ -41,7 +47,7 @@ if command -v service >/dev/null 2>&1; then
     $SUDO service mariadb stop >/dev/null 2>&1 || true
     $SUDO service haproxy stop >/dev/null 2>&1 || true
 fi
-[ "$mode" = "--compiler" ] || have java || {
+[ "$mode" = "--compiler" ] || [ "$mode" = "--python" ] || have java || {
     echo "ERROR: java still not found after installing default-jre-headless." >&2
     exit 1
 }
