@@ -125,7 +125,6 @@ class ProxyServer:
         self._listener: asyncio.Server | None = None
         self._flavor: Flavor | None = None
         self._server_version = ""
-        self._mariadb_caps = 0
         self._charset = _DEFAULT_CHARSET
         self._front_tls = _server_tls(config)
         self._backend_tls = _backend_tls(config)
@@ -295,9 +294,15 @@ class ProxyServer:
         )
         if found and found[0].server_charset:
             self._charset = found[0].server_charset or _DEFAULT_CHARSET
-        if primary is not None:
-            # Offered to clients only when the primary (where bulk executes go) has them.
-            self._mariadb_caps = primary.server_mariadb_capabilities & RELAYED_MARIADB_CAPABILITIES
+
+    def _offered_mariadb_capabilities(self) -> int:
+        """The MariaDB extended capabilities offered to a client: those the proxy relays and
+        the primary (where bulk executes go) offers, as its monitor last saw it."""
+        server = self._servers.get(PRIMARY)
+        monitor = server.monitor if server is not None else None
+        if monitor is None:
+            return 0
+        return monitor.server_mariadb_capabilities & RELAYED_MARIADB_CAPABILITIES
 
     def reload(self, config: ProxyConfig) -> None:
         """Adopt a new configuration: users and backends.  Sessions in flight keep the
@@ -398,7 +403,7 @@ class ProxyServer:
                 tls_context=self._front_tls,
                 require_tls=config.tls is not None and config.tls.require,
                 timeout=config.connect_timeout,
-                mariadb_capabilities=self._mariadb_caps,
+                mariadb_capabilities=self._offered_mariadb_capabilities(),
             )
         except AccessDenied as denied:
             self._metrics.auth_failures += 1
