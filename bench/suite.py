@@ -397,6 +397,54 @@ def proxy_load_rows(figures: Figures) -> list[Row]:
     ]
 
 
+def proxy_bigpackets_rows(figures: Figures) -> list[Row]:
+    area = "proxy under large packets"
+    loaded = mapping(figures, "loaded")
+    idle = mapping(figures, "idle")
+    rss = mapping(figures, "rss_mb")
+    token = mapping(figures, "token_set")
+    return [
+        Row(
+            area,
+            f"p99 of SELECT 1 beside {number(figures, 'size_mb'):.0f} MB queries "
+            f"(target <= {number(figures, 'p99_target_ms'):.0f} ms)",
+            f"{number(loaded, 'p99_ms'):.1f} ms",
+            f"alone {number(idle, 'p99_ms'):.1f} ms; max {number(loaded, 'max_ms'):.0f} ms; "
+            f"load {number(figures, 'load_mb_per_second'):.1f} MB/s; monitor's last poll at "
+            f"most {number(figures, 'monitor_max_staleness_s'):.2f} s old",
+        ),
+        Row(
+            area,
+            "proxy RSS, six parallel 50 MB queries: before / peak / after",
+            f"{number(rss, 'before'):.0f} / {number(rss, 'peak'):.0f} / "
+            f"{number(rss, 'after'):.0f} MB",
+            f"{number(figures, 'rss_clients_failed'):.0f} clients failed",
+        ),
+        Row(
+            area,
+            f"SET of a {number(token, 'bytes') / 1e6:.1f} MB token",
+            f"{number(token, 'seconds') * 1000:.1f} ms",
+            f"{token.get('answer', '')}; other session's slowest SELECT 1 meanwhile "
+            f"{number(token, 'prober_max_ms'):.0f} ms",
+        ),
+    ]
+
+
+def proxy_bulk_rows(figures: Figures) -> list[Row]:
+    area = "proxy bulk executemany"
+    return [
+        Row(
+            area,
+            f"MariaDB Connector/Python executemany of {number(figures, 'rows'):,.0f} rows: "
+            "proxy / direct time",
+            ratio(number(figures, "proxy_over_direct")),
+            f"direct {number(figures, 'direct_seconds'):.3f} s, proxy "
+            f"{number(figures, 'proxy_seconds'):.3f} s (bulk through the proxy: "
+            f"{figures.get('bulk_proxy')})",
+        )
+    ]
+
+
 def _load_text(load: object) -> str:
     """``; load 18.0 -> 7.5`` from a run's load average at its start and end, if given."""
     if isinstance(load, list) and len(load) == 2 and all(isinstance(x, int | float) for x in load):
@@ -454,6 +502,17 @@ SCRIPTS: tuple[Script, ...] = (
         full_args=("--clients", "2000", "--seconds", "180"),
         full_timeout=900,
         area="proxy memory per connection",
+    ),
+    Script(
+        "proxy_bigpackets",
+        "bench/proxy_bigpackets.py",
+        ("--seconds", "15"),
+        600,
+        proxy_bigpackets_rows,
+        area="proxy under large packets",
+    ),
+    Script(
+        "proxy_bulk", "bench/proxy_bulk.py", (), 300, proxy_bulk_rows, area="proxy bulk executemany"
     ),
     Script(
         "analytics",

@@ -86,6 +86,8 @@ class Credentials:
     database: str | None
     charset: int | None
     capabilities: int
+    #: MariaDB extended capabilities wanted (those the server offers are used).
+    mariadb_capabilities: int = 0
 
     def __repr__(self) -> str:
         return f"Credentials(user={self.user!r}, database={self.database!r})"
@@ -100,14 +102,18 @@ class BackendConnection(PacketEndpoint):
         self.name = name
         self.address = address
         self.login: BackendLogin | None = None
-        #: Negotiated capabilities.
+        #: Negotiated capabilities (and MariaDB extended ones).
         self.caps = 0
+        self.mariadb_caps = 0
         #: Status flags of the last response.
         self.status = _AUTOCOMMIT
         #: GTID tracker mode set on this connection (primary only).
         self.tracking: Tracking | None = None
         #: Session-state replay number this connection has reached.
         self.applied_seq = 0
+        #: The server's ``max_allowed_packet`` for this connection, once read (a streamed
+        #: command larger than it is refused by the proxy, as the server would).
+        self.max_allowed_packet: int | None = None
         #: Client statement id -> this server's statement id.
         self.statements: dict[int, int] = {}
         #: Client statement id -> parameter types this server last received.
@@ -135,6 +141,7 @@ class BackendConnection(PacketEndpoint):
         """The login succeeded: switch to the command phase."""
         self.login = login
         self.caps = login.capabilities
+        self.mariadb_caps = login.mariadb_capabilities
         self.status = login.status or _AUTOCOMMIT
         self.stream(self._on_data)
 
@@ -290,6 +297,7 @@ class BackendServer:
                 tls_context=self.tls_context,
                 server_hostname=address.host if self.tls_context is not None else None,
                 timeout=self.connect_timeout,
+                mariadb_capabilities=credentials.mariadb_capabilities,
             )
         except BackendLoginError as refused:
             conn.abort()
@@ -389,6 +397,8 @@ class HealthMonitor:
         self.polls = 0
         self.server_version: str | None = None
         self.server_charset: int | None = None
+        #: The MariaDB extended capabilities the server offers (0: none, or MySQL).
+        self.server_mariadb_capabilities = 0
         self.first_login = asyncio.Event()
 
     @property
@@ -447,6 +457,7 @@ class HealthMonitor:
         if login is not None:
             self.server_version = login.server_version
             self.server_charset = login.charset
+            self.server_mariadb_capabilities = login.server_mariadb_capabilities
         self.first_login.set()
         return conn
 

@@ -68,7 +68,13 @@ from consistent.protocol import (
     scramble_native_password,
     verify_native_password,
 )
-from consistent.protocol.handshake import SSLRequest
+from consistent.protocol.constants import MariaDbCapability
+from consistent.protocol.handshake import (
+    SSLRequest,
+    handshake_reserved,
+    response_mariadb_capabilities,
+    response_reserved,
+)
 from consistent.protocol.responses import OkPacket
 from proxy.config import UserConfig
 from proxy.stream import PacketEndpoint, header
@@ -76,6 +82,7 @@ from proxy.stream import PacketEndpoint, header
 __all__ = [
     "BACKEND_CAPABILITIES",
     "MIRRORED_CAPABILITIES",
+    "RELAYED_MARIADB_CAPABILITIES",
     "AccessDenied",
     "Authenticator",
     "BackendLogin",
@@ -97,7 +104,8 @@ _NONCE_ALPHABET: Final = bytes(range(0x21, 0x7F))
 
 #: What the proxy offers its clients (SSL is added when TLS is configured, LOCAL_FILES when
 #: LOCAL INFILE is allowed).  No compression, no query attributes, no optional metadata, and
-#: CLIENT_MYSQL (LONG_PASSWORD) set so that MariaDB clients use no extended capabilities.
+#: CLIENT_MYSQL (LONG_PASSWORD) set so that MariaDB clients use no extended capabilities,
+#: unless some are offered (:data:`RELAYED_MARIADB_CAPABILITIES`).
 _FRONT_CAPABILITIES: Final = (
     Capability.LONG_PASSWORD
     | Capability.FOUND_ROWS
@@ -148,6 +156,14 @@ MIRRORED_CAPABILITIES: Final = (
 )
 
 
+#: MariaDB's extended capabilities the proxy passes through when its primary offers them and
+#: the client asks: bulk execution (``COM_STMT_BULK_EXECUTE``, MariaDB Connector/C and
+#: Connector/Python's ``executemany``), which changes no packet the proxy reads.  The others
+#: change result sets (metadata caching, extended type information) or add packets (progress
+#: reports) that the relay and the proxy's own answers would have to speak.
+RELAYED_MARIADB_CAPABILITIES: Final = int(MariaDbCapability.STMT_BULK_OPERATIONS)
+
+
 def proxy_capabilities(*, tls: bool, local_infile: bool) -> Capability:
     """The capabilities the proxy offers its clients."""
     caps = _FRONT_CAPABILITIES
@@ -185,6 +201,8 @@ class ClientLogin:
     #: The nonce of the handshake (COM_CHANGE_USER scrambles with it).
     nonce: bytes
     attributes: tuple[tuple[str, str], ...] = ()
+    #: MariaDB extended capabilities negotiated (a subset of what the greeting offered).
+    mariadb_capabilities: int = 0
 
 
 def _access_denied(user: str, host: str, used_password: bool) -> AccessDenied:
@@ -271,10 +289,12 @@ class Authenticator:
         tls_context: ssl.SSLContext | None,
         require_tls: bool,
         timeout: float,
+        mariadb_capabilities: int = 0,
     ) -> ClientLogin:
         """Run the whole connection phase with a new client, up to (not including) the final
         OK.  Raises :class:`AccessDenied`, :class:`RemoteProtocolError` or ``TimeoutError``;
-        ERR packets for the client are sent here."""
+        ERR packets for the client are sent here.  ``mariadb_capabilities`` are MariaDB
+        extended capabilities to offer (the greeting then clears ``CLIENT_MYSQL``)."""
         async with asyncio.timeout(timeout):
             return await self._login(
                 ep,
@@ -286,6 +306,7 @@ class Authenticator:
                 host=host,
                 tls_context=tls_context,
                 require_tls=require_tls,
+                mariadb_capabilities=mariadb_capabilities,
             )
 
     async def _login(
@@ -300,8 +321,11 @@ class Authenticator:
         host: str,
         tls_context: ssl.SSLContext | None,
         require_tls: bool,
+        mariadb_capabilities: int,
     ) -> ClientLogin:
         nonce = new_nonce()
+        if mariadb_capabilities:
+            capabilities &= ~Capability.LONG_PASSWORD  # CLIENT_MYSQL: no extended capabilities
         greeting = HandshakeV10(
             server_version=server_version,
             connection_id=connection_id,
@@ -310,6 +334,7 @@ class Authenticator:
             charset=charset,
             status=ServerStatus.AUTOCOMMIT,
             auth_plugin_name=default_plugin,
+            reserved=handshake_reserved(mariadb_capabilities),
         )
         _send(ep, build_handshake_v10(greeting), 0)
         seq, payload = await ep.read_packet(None)
@@ -356,6 +381,8 @@ class Authenticator:
             next_seq=(seq + 1) & 0xFF,
             nonce=nonce,
             attributes=response.attributes or (),
+            mariadb_capabilities=mariadb_capabilities
+            & int(response_mariadb_capabilities(response.capabilities, response.reserved)),
         )
 
     async def authenticate(
@@ -465,6 +492,9 @@ class BackendLogin:
     capabilities: int
     status: int
     charset: int
+    #: MariaDB extended capabilities: negotiated, and offered by the server.
+    mariadb_capabilities: int = 0
+    server_mariadb_capabilities: int = 0
 
 
 async def login_backend(
@@ -479,9 +509,11 @@ async def login_backend(
     tls_context: ssl.SSLContext | None,
     server_hostname: str | None,
     timeout: float,
+    mariadb_capabilities: int = 0,
 ) -> BackendLogin:
-    """Log into a backend as ``user``; ``capabilities`` are the ones wanted (those the server
-    does not offer are dropped).  Raises :class:`BackendLoginError` when the server refuses,
+    """Log into a backend as ``user``; ``capabilities`` (and MariaDB extended
+    ``mariadb_capabilities``) are the ones wanted (those the server does not offer are
+    dropped).  Raises :class:`BackendLoginError` when the server refuses,
     :class:`RemoteProtocolError`, ``ConnectionClosed`` or ``TimeoutError``."""
     async with asyncio.timeout(timeout):
         seq, payload = await ep.read_packet(None)
@@ -496,11 +528,16 @@ async def login_backend(
         if not caps & Capability.PROTOCOL_41:
             raise RemoteProtocolError("the backend does not speak protocol 4.1")
         use_charset = charset if charset is not None else greeting.charset
+        offered = int(greeting.mariadb_capabilities)
+        extended = mariadb_capabilities & offered
+        if extended:
+            caps &= ~int(Capability.LONG_PASSWORD)  # CLIENT_MYSQL off: extended caps follow
+        reserved = response_reserved(extended)
         if tls_context is not None:
             if not server_caps & Capability.SSL:
                 raise BackendLoginError(2026, "TLS is configured but the backend does not offer it")
             caps |= int(Capability.SSL)
-            request = SSLRequest(Capability(caps), max_packet_size, use_charset)
+            request = SSLRequest(Capability(caps), max_packet_size, use_charset, reserved)
             seq += 1
             _send(ep, build_ssl_request(request), seq)
             await ep.start_tls(tls_context, server_side=False, server_hostname=server_hostname)
@@ -517,6 +554,7 @@ async def login_backend(
             charset=use_charset,
             database=database if caps & Capability.CONNECT_WITH_DB else None,
             auth_plugin_name=plugin if caps & Capability.PLUGIN_AUTH else None,
+            reserved=reserved,
         )
         seq += 1
         _send(ep, build_handshake_response41(response), seq)
@@ -532,6 +570,8 @@ async def login_backend(
                     capabilities=caps,
                     status=status,
                     charset=use_charset,
+                    mariadb_capabilities=extended,
+                    server_mariadb_capabilities=offered,
                 )
             if first == b"\xff":
                 err = parse_err(payload, caps)

@@ -104,6 +104,8 @@ class ProxyMetrics:
         self.backend_lost = 0
         self.retries = 0
         self.intercepted = 0
+        #: COM_QUERY packets passed to a backend as they arrived (oversized statements).
+        self.streamed_commands = 0
         self.gauges: Callable[[], dict[str, float]] = dict
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
@@ -207,6 +209,11 @@ class _Collector(Collector):
         yield _counter("consistent_proxy_retries", "Reads retried on another server", m.retries)
         yield _counter(
             "consistent_proxy_intercepted", "Statements answered by the proxy", m.intercepted
+        )
+        yield _counter(
+            "consistent_proxy_streamed_statements",
+            "Oversized statements streamed to a backend as they arrived",
+            m.streamed_commands,
         )
         gauges = GaugeMetricFamily("consistent_proxy_state", "Live proxy state", labels=["name"])
         for name, value in sorted(m.gauges().items()):

@@ -214,6 +214,7 @@ class ResponseRelay:
         "_delta",
         "_drop",
         "_eof_after",
+        "_expect",
         "_general",
         "_infile_pending",
         "_need",
@@ -258,6 +259,7 @@ class ResponseRelay:
         self._cdep = bool(client_caps & _DEPRECATE_EOF)
         self._ctrack = bool(client_caps & _SESSION_TRACK)
         self._state = _INITIAL[kind]
+        self._expect = -1
         self._clear_general()
         self.local_infile = local_infile
         self.client_stmt_id = client_stmt_id
@@ -314,6 +316,7 @@ class ResponseRelay:
             self._clear_general()
         self.kind = kind
         self._state = _INITIAL[kind]
+        self._expect = -1
         self.done = False
         self.wrote = False
         self.last_seq = -1
@@ -332,6 +335,20 @@ class ResponseRelay:
         """The sequence id a packet appended to the client's stream must carry."""
         return (self.last_seq + 1) & 0xFF
 
+    def expect(self, seq: int) -> None:
+        """The response (not fed yet) must reach the sink numbered from ``seq``, whatever
+        sequence id the backend gives its first packet (an early error to a command that was
+        still arriving is numbered after the part the backend had read)."""
+        self._expect = seq & 0xFF
+
+    def shift(self, offset: int) -> None:
+        """Number every packet still to come ``offset`` further (what was already written was
+        renumbered by the caller)."""
+        self._general = True
+        self._delta = (self._delta + offset) & 0xFF
+        if self.last_seq >= 0:
+            self.last_seq = (self.last_seq + offset) & 0xFF
+
     def fail_seq(self, command_seq: int) -> int:
         """Sequence id for an ERR that replaces the rest of this response."""
         return self.next_seq if self.last_seq >= 0 else (command_seq + 1) & 0xFF
@@ -342,7 +359,17 @@ class ResponseRelay:
         """Process a chunk from the backend; returns how many of its bytes belong to this
         response (all of them unless :attr:`done`).  Raises :class:`RemoteProtocolError` on
         bytes that are not a valid response."""
-        if self.last_seq < 0 and self._state == _FIRST and not self._stash and self._whole(chunk):
+        if self._expect >= 0 and len(self._stash) + len(chunk) >= 4:
+            first_seq = (self._stash + chunk[:4])[3]
+            self._delta = (self._delta + self._expect - first_seq) & 0xFF
+            self._expect = -1
+        if (
+            self.last_seq < 0
+            and self._state == _FIRST
+            and not self._stash
+            and not self._delta
+            and self._whole(chunk)
+        ):
             return len(chunk)
         self._general = True
         stash = self._stash

@@ -40,6 +40,7 @@ from proxy.backends import BackendServer, Credentials, HealthMonitor
 from proxy.config import ConfigError, ProxyConfig
 from proxy.handshake import (
     BACKEND_CAPABILITIES,
+    RELAYED_MARIADB_CAPABILITIES,
     AccessDenied,
     Authenticator,
     login_ok,
@@ -312,6 +313,15 @@ class ProxyServer:
         if found and found[0].server_charset:
             self._charset = found[0].server_charset or _DEFAULT_CHARSET
 
+    def _offered_mariadb_capabilities(self) -> int:
+        """The MariaDB extended capabilities offered to a client: those the proxy relays and
+        the primary (where bulk executes go) offers, as its monitor last saw it."""
+        server = self._servers.get(PRIMARY)
+        monitor = server.monitor if server is not None else None
+        if monitor is None:
+            return 0
+        return monitor.server_mariadb_capabilities & RELAYED_MARIADB_CAPABILITIES
+
     def reload(self, config: ProxyConfig) -> None:
         """Adopt a new configuration: users and backends.  Sessions in flight keep the
         configuration they started with; the listening address does not change."""
@@ -438,6 +448,7 @@ class ProxyServer:
                 tls_context=self._front_tls,
                 require_tls=config.tls is not None and config.tls.require,
                 timeout=config.connect_timeout,
+                mariadb_capabilities=self._offered_mariadb_capabilities(),
             )
         except AccessDenied as denied:
             self._metrics.auth_failures += 1
@@ -470,6 +481,7 @@ class ProxyServer:
             user=login.user.name,
             level=login.user.level,
             capabilities=login.capabilities,
+            mariadb_capabilities=login.mariadb_capabilities,
             charset=login.charset,
             database=login.database,
             nonce=login.nonce,

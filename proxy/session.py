@@ -39,8 +39,19 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from consistent.classify import Classification, StatementKind, classify
-from consistent.errors import Error, MalformedGtidSet, RemoteProtocolError
+from consistent.classify import (
+    Classification,
+    PrimaryReason,
+    StatementKind,
+    classify,
+    classify_head,
+)
+from consistent.errors import (
+    ER_MALFORMED_GTID_SET_SPECIFICATION,
+    Error,
+    MalformedGtidSet,
+    RemoteProtocolError,
+)
 from consistent.flavors import WaitOutcome as FlavorWait
 from consistent.policy import (
     PRIMARY,
@@ -53,14 +64,27 @@ from consistent.protocol import (
     ServerStatus,
     parse_ok,
 )
-from consistent.protocol.constants import Command, ErrorCode
+from consistent.protocol.constants import (
+    MAX_PACKET_PAYLOAD,
+    Command,
+    ErrorCode,
+    MariaDbCapability,
+)
 from proxy.backends import BackendConnection
-from proxy.intercept import Intercept, parse_intercept, single_value_result
+from proxy.intercept import (
+    NOT_FIXED_DEC_MARIADB,
+    NOT_FIXED_DEC_MYSQL,
+    Intercept,
+    mentions_variable,
+    parse_intercept,
+    result_set,
+)
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay, discard, parse_response
 from proxy.sessionbase import (
     CR_SERVER_LOST,
     ER_MALFORMED_PACKET,
     ER_NET_PACKET_TOO_LARGE,
+    ER_PARSE_ERROR,
     ER_STMT_HAS_NO_OPEN_CURSOR,
     ER_UNKNOWN_COM_ERROR,
     ER_UNKNOWN_ERROR,
@@ -69,7 +93,7 @@ from proxy.sessionbase import (
     SessionHost,
 )
 from proxy.slowpath import SlowPath
-from proxy.statements import PreparedStatement, execute_packets
+from proxy.statements import LAST_PREPARED, PreparedStatement, bulk_packets, execute_packets
 from proxy.stream import frame_command
 from proxy.threads import (
     THREAD_REASONS,
@@ -91,6 +115,12 @@ _EXECUTE: Final = Action.EXECUTE
 _EXECUTE_KIND: Final = ResponseKind.EXECUTE
 _FIELD_LIST_STATEMENT: Final = classify("SHOW COLUMNS FROM t")
 _IN_TRANS: Final = int(ServerStatus.IN_TRANS)
+_NO_BACKSLASH_ESCAPES: Final = int(ServerStatus.NO_BACKSLASH_ESCAPES)
+_BULK: Final = int(Command.STMT_BULK_EXECUTE)
+#: A command this long on the wire came in several packets (a 16 MiB one and more).
+_SEVERAL_PACKETS: Final = MAX_PACKET_PAYLOAD + 4
+_BULK_OPERATIONS: Final = int(MariaDbCapability.STMT_BULK_OPERATIONS)
+_MAY_INTERCEPT: Final = (b"S", b"s")
 _PIPELINABLE: Final = frozenset({ResponseKind.QUERY, ResponseKind.EXECUTE, ResponseKind.FIELD_LIST})
 _QUERY: Final = ResponseKind.QUERY
 _SESSION_STATE: Final = StatementKind.SESSION_STATE
@@ -134,13 +164,30 @@ class Session(SlowPath):
 
     def _cmd_query(self, payload: bytes) -> None:
         sql = payload[1:]
-        if b"@@" in sql:
-            found = parse_intercept(sql)
+        streamed = self._streaming
+        first = sql[:16].lstrip()[:1]
+        if first in _MAY_INTERCEPT and mentions_variable(sql):
+            found = parse_intercept(
+                sql,
+                length=self._stream_size - 1 if streamed else None,
+                backslash_escapes=self._backslash_escapes(),
+            )
             if found is not None:
                 self._intercept(found)
                 return
         text = sql.decode("utf-8", "surrogateescape")
-        stmt = classify(text)
+        stmt = classify_head(text) if streamed else classify(text)
+        if streamed and stmt.first_keyword == "KILL":
+            # Its end is not here yet, so what it names cannot be read: no KILL reaches a
+            # server as written.
+            self._reply_err(
+                ER_PARSE_ERROR,
+                "42000",
+                f"You have an error in your SQL syntax: a KILL statement of "
+                f"{self._stream_size - 1} bytes",
+                self._reply_seq,
+            )
+            return
         if stmt.primary_reason in THREAD_REASONS:
             answered = parse_thread_statement(stmt, text)
             if answered is not None:
@@ -195,6 +242,11 @@ class Session(SlowPath):
                 self._reply_seq,
             )
 
+    def _backslash_escapes(self) -> bool:
+        """False when the session's server says ``NO_BACKSLASH_ESCAPES`` is on."""
+        conn = self._conns.get(PRIMARY)
+        return conn is None or not conn.status & _NO_BACKSLASH_ESCAPES
+
     def _cmd_init_db(self, payload: bytes) -> None:
         schema = payload[1:].decode("utf-8", "surrogateescape")
 
@@ -233,6 +285,7 @@ class Session(SlowPath):
             )
             return
         client_id = self._statements.new_id()
+        self._statements.last = None  # until this one succeeds
         if stmt.is_multi_statement and not stmt.must_use_primary:
             stmt = dataclasses.replace(
                 stmt, must_use_primary=True, primary_reason="multi_statement"
@@ -265,7 +318,13 @@ class Session(SlowPath):
     def _cmd_execute(self, payload: bytes) -> None:
         if len(payload) < 10:
             raise RemoteProtocolError("COM_STMT_EXECUTE is too short")
-        ps = self._statements.get(int.from_bytes(payload[1:5], "little"))
+        client_id = int.from_bytes(payload[1:5], "little")
+        statements = self._statements
+        ps = (
+            statements.get(client_id)
+            if client_id != LAST_PREPARED
+            else statements.resolve(client_id)
+        )
         if ps is None:
             self._statement(payload, "mysqld_stmt_execute")  # answers the error
             return
@@ -283,6 +342,36 @@ class Session(SlowPath):
         self._ps = ps
         self._kind = _EXECUTE_KIND
         self._route(ps.classification, ps.sql)
+
+    def _cmd_bulk_execute(self, payload: bytes) -> None:
+        """MariaDB's COM_STMT_BULK_EXECUTE: many rows of parameters in one command, for a
+        client that negotiated bulk operations; a write, so it goes to the primary."""
+        if not self.mariadb_caps & _BULK_OPERATIONS:
+            self._reply_err(ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command", self._reply_seq)
+            return
+        if len(payload) < 7:
+            raise RemoteProtocolError("COM_STMT_BULK_EXECUTE is too short")
+        client_id = int.from_bytes(payload[1:5], "little")
+        ps = self._statements.resolve(client_id)
+        if ps is None:
+            self._reply_err(
+                ER_UNKNOWN_STMT_HANDLER,
+                "HY000",
+                f"Unknown prepared statement handler ({client_id}) given to "
+                "mysqld_stmt_bulk_execute",
+                self._reply_seq,
+            )
+            return
+        stmt = ps.bulk
+        if stmt is None:
+            stmt = ps.bulk = dataclasses.replace(
+                ps.classification,
+                must_use_primary=True,
+                primary_reason=ps.classification.primary_reason or PrimaryReason.WRITE,
+            )
+        self._ps = ps
+        self._kind = _EXECUTE_KIND
+        self._route(stmt, ps.sql)
 
     def _cmd_long_data(self, payload: bytes) -> None:
         if len(payload) < 7:
@@ -357,7 +446,9 @@ class Session(SlowPath):
         if self._tracing:
             self._span.decision(d)
         action = d.action
-        if action is _EXECUTE:
+        if action is _EXECUTE and self._streaming:
+            pass  # the slow path reads the server's packet limit first
+        elif action is _EXECUTE:
             if not d.prelude:
                 conn = self._ready_conn(d.target)
                 if conn is not None and (self._ps is None or self._ps.client_id in conn.statements):
@@ -384,6 +475,8 @@ class Session(SlowPath):
         if ps is None:
             return self._raw
         ps.last_conn = conn
+        if self._payload[0] == _BULK:
+            return bulk_packets(self._payload, ps, conn)
         wire = execute_packets(self._payload, self._raw, ps, conn)
         if ps.long_data_size:
             ps.reset_long_data()
@@ -407,23 +500,47 @@ class Session(SlowPath):
         """Send the current command to ``conn`` with the response going to the client (through
         the connection's spare relay when its last response is complete)."""
         relay = conn.spare
-        if relay is not None and relay.done:
+        if self._streaming:
+            relay = self._new_relay(conn, self._kind)  # its sink is the held-back answer
+        elif relay is not None and relay.done:
             relay.reuse(self._kind, conn.status)
         else:
             relay = conn.spare = self._new_relay(conn, self._kind)
+        if len(self._raw) >= _SEVERAL_PACKETS:
+            relay.expect(self._reply_seq)  # an early error is numbered after the whole command
         self._decision = d
         self._target = conn.name
         self._conn = conn
         self._relay = relay
         ps = self._ps
         if ps is None:
+            if self._streaming:
+                self._send_streamed(conn, relay)
+                return
             conn.submit(self._raw, relay)
             return
         ps.last_conn = conn
+        if self._payload[0] == _BULK:
+            conn.submit(bulk_packets(self._payload, ps, conn), relay)
+            return
         wire = execute_packets(self._payload, self._raw, ps, conn)
         if ps.long_data_size:
             ps.reset_long_data()
         conn.submit(wire, relay)
+
+    def _send_streamed(self, conn: BackendConnection, relay: ResponseRelay) -> None:
+        """Send the first bytes of a streamed command; the rest follows as it arrives.  One
+        that is already larger than the server's ``max_allowed_packet`` is refused here."""
+        limit = conn.max_allowed_packet
+        if limit is not None and self._stream_size > limit:
+            self._relay = None
+            self._stream_refused()
+            self._check_buffer()
+            if self._cbuf:
+                self._pump()  # drop what arrived meanwhile
+            return
+        conn.submit(self._raw, relay)
+        self._stream_attach(conn)
 
     def _pipelinable(self, d: Decision) -> bool:
         return (
@@ -545,6 +662,8 @@ class Session(SlowPath):
     def _send_direct(self, conn: BackendConnection, client_stmt_id: int | None) -> None:
         relay = self._new_relay(conn, self._kind)
         relay.client_stmt_id = client_stmt_id
+        if len(self._raw) >= _SEVERAL_PACKETS:
+            relay.expect(self._reply_seq)
         self._decision = None
         self._target = conn.name
         self._conn = conn
@@ -685,36 +804,56 @@ class Session(SlowPath):
         self._metrics.intercepted += 1
         policy = self.policy
         if found.action == "select":
-            value = policy.level.value if found.variable == "level" else policy.token
+            columns = [
+                (name, policy.level.value if variable == "level" else policy.token)
+                for variable, name in found.columns
+            ]
+            decimals = NOT_FIXED_DEC_MARIADB if self._mariadb else NOT_FIXED_DEC_MYSQL
             self._write(
-                single_value_result(found.column, value, self.caps, self._status(), self._reply_seq)
+                result_set(
+                    columns,
+                    self.caps,
+                    self._status(),
+                    self._reply_seq,
+                    charset=self.charset,
+                    decimals=decimals,
+                )
             )
             self._done()
             return
         value = found.value or ""
         if found.variable == "level":
-            if value.upper() == "DEFAULT":
+            if found.oversized:
+                self._wrong_level(value)
+            elif value.upper() == "DEFAULT":
                 policy.level = self._user_level or self._config.level
                 self._reply_ok()
-                return
-            try:
-                policy.level = Level.parse(value)
-            except Error:
-                self._reply_err(
-                    ER_WRONG_VALUE_FOR_VAR,
-                    "42000",
-                    f"Variable 'consistent_level' can't be set to the value of '{value}'",
-                    self._reply_seq,
-                )
-                return
-            self._reply_ok()
+            else:
+                try:
+                    policy.level = Level.parse(value)
+                except Error:
+                    self._wrong_level(value)
+                    return
+                self._reply_ok()
             return
         try:
+            if found.oversized:
+                raise MalformedGtidSet(value)
             policy.require(value)
         except MalformedGtidSet as e:
-            self._reply_err(e.errno or 1772, e.sqlstate, e.msg, self._reply_seq)
+            self._reply_err(
+                e.errno or ER_MALFORMED_GTID_SET_SPECIFICATION, e.sqlstate, e.msg, self._reply_seq
+            )
             return
         self._reply_ok()
+
+    def _wrong_level(self, value: str) -> None:
+        self._reply_err(
+            ER_WRONG_VALUE_FOR_VAR,
+            "42000",
+            f"Variable 'consistent_level' can't be set to the value of '{value[:200]}'",
+            self._reply_seq,
+        )
 
     def status(self) -> dict[str, object]:
         """What ``/status`` shows about this session."""
@@ -759,4 +898,5 @@ _COMMANDS: Final[dict[int, Callable[[Session, bytes], None]]] = {
     Command.RESET_CONNECTION: Session._cmd_reset_connection,
     Command.CHANGE_USER: Session._cmd_change_user,
     Command.PROCESS_KILL: Session._cmd_process_kill,
+    Command.STMT_BULK_EXECUTE: Session._cmd_bulk_execute,
 }

@@ -46,7 +46,7 @@ from proxy.handshake import (
 from proxy.metrics import ProxyMetrics
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay
 from proxy.statements import PreparedStatement, StatementRegistry
-from proxy.stream import PacketEndpoint, frame
+from proxy.stream import PacketEndpoint, frame, renumber
 from proxy.threads import ProcessRow
 
 __all__ = ["Broken", "ReplayFailed", "SessionBase", "SessionHost"]
@@ -64,6 +64,7 @@ ER_UNKNOWN_STMT_HANDLER: Final = 1243
 ER_WRONG_VALUE_FOR_VAR: Final = 1231
 ER_STMT_HAS_NO_OPEN_CURSOR: Final = 1421
 ER_MALFORMED_PACKET: Final = 1835
+ER_PARSE_ERROR: Final = 1064
 
 #: Extra seconds a wait's answer may take beyond the wait's own timeout.
 WAIT_SOCKET_MARGIN: Final = 1.0
@@ -128,6 +129,7 @@ class SessionBase:
         peer: str,
         tls: bool,
         peer_port: int = 0,
+        mariadb_capabilities: int = 0,
     ) -> None:
         config = host.config
         self._host = host
@@ -147,6 +149,8 @@ class SessionBase:
         self.peer_port = peer_port
         self.tls = tls
         self.caps = capabilities
+        #: MariaDB extended capabilities the client negotiated (bulk execution).
+        self.mariadb_caps = mariadb_capabilities
         self.charset = charset
         self.database = database
         self._schema = database
@@ -170,12 +174,23 @@ class SessionBase:
         self._primary_opened = False
         self._statements = StatementRegistry()
         self._local_infile = config.local_infile and bool(capabilities & Capability.LOCAL_FILES)
-        self._write = client.write
+        self._write: Callable[[bytes | bytearray | memoryview], None] = client.write
         # Client input.
         self._cbuf = bytearray()
         self._paused_reading = False
         self._infile: BackendConnection | None = None
         self._infile_cont = False
+        # A streamed command (see proxy.clientio): the packet being passed on as it arrives.
+        self._streaming = False
+        self._stream_left = 0  # bytes of the current physical packet still to come
+        self._stream_more = False  # a 16 MiB piece: another physical packet follows
+        self._stream_seq = 0  # sequence id of the next physical packet
+        self._stream_size = 0  # payload bytes announced so far
+        self._stream_to: BackendConnection | None = None
+        self._stream_drop = False  # answered without a server: the rest is dropped
+        self._stream_blocked = False  # the backend's write buffer is full
+        self._gate: bytearray | None = None  # what the client gets once the command is in
+        self._done_deferred = False
         # The command being served.
         self._busy = False
         self._raw = b""
@@ -256,6 +271,11 @@ class SessionBase:
         if reason:
             logger.info("closing session %d: %s", self.id, reason)
         self._closing = True
+        gate = self._gate
+        if gate:  # a streamed command's answer, numbered as if the command had ended here
+            self._gate = None
+            self._write = self.client.write
+            self.client.write(renumber(gate, self._stream_seq)[0])
         self.client.close()
 
     def drain(self) -> None:
@@ -316,7 +336,16 @@ class SessionBase:
             self.abort()
 
     def _done(self) -> None:
-        """The current command is finished; serve what the client sent meanwhile."""
+        """The current command is finished; serve what the client sent meanwhile.  A
+        streamed command finishes once all of it has arrived (the rest of one answered
+        without a server is dropped)."""
+        if self._streaming:
+            self._done_deferred = True
+            if self._stream_to is None and not self._stream_drop:
+                self._stream_drop = True
+                if self._cbuf:
+                    self._pump()
+            return
         span = self._span
         if span is not NOOP_SPAN:
             self._span = NOOP_SPAN

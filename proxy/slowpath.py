@@ -96,6 +96,7 @@ class SlowPath(ClientInput):
             database=self.database,
             charset=self.charset,
             capabilities=wanted,
+            mariadb_capabilities=self.mariadb_caps,
         )
 
     async def _connect_ready(self, target: str) -> BackendConnection:
@@ -152,6 +153,8 @@ class SlowPath(ClientInput):
     def _backend_closed(self, conn: BackendConnection) -> None:
         """A backend connection ended (idle or not): forget it; losing the primary with state
         only it held breaks the session."""
+        if conn is self._stream_to:
+            self._stream_lost()
         if self._conns.get(conn.name) is not conn:
             return
         del self._conns[conn.name]
@@ -234,8 +237,17 @@ class SlowPath(ClientInput):
                     wait_set=None,
                 )
                 continue
+            if self._streaming and conn.max_allowed_packet is None:
+                await self._read_packet_limit(conn)
             self._send(conn, d)
             return
+
+    async def _read_packet_limit(self, conn: BackendConnection) -> None:
+        """Learn ``conn``'s ``max_allowed_packet`` (read-only for a session, so read once)."""
+        result = await conn.query("SELECT @@max_allowed_packet", timeout=10.0)
+        value = result.scalar()
+        if result.error is None and value is not None and value.isdigit():
+            conn.max_allowed_packet = int(value)
 
     async def _settle(self, d: Decision) -> Decision | None:
         """Do what the policy asks until it says EXECUTE (returned) or the command was

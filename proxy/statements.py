@@ -7,6 +7,11 @@ primary when the client prepares it, and on a replica the first time an execute 
 statement is routed there.  Every COM_STMT_EXECUTE / CLOSE / RESET / FETCH / SEND_LONG_DATA is
 rewritten with the id of the connection it goes to.
 
+MariaDB's ``COM_STMT_BULK_EXECUTE`` (one command for many rows of parameters, when the client
+negotiated ``MARIADB_CLIENT_STMT_BULK_OPERATIONS``) is rewritten the same way.  MariaDB's
+statement id ``0xFFFFFFFF`` ("the statement prepared last", which Connector/C sends right after a
+prepare, before its answer) names the client's last successful prepare.
+
 Two details make moving an execute between servers correct:
 
 * an execute may say "same parameter types as last time" (``new_params_bound = 0``); a server
@@ -27,14 +32,27 @@ from typing import Final
 from consistent.classify import Classification
 from consistent.errors import RemoteProtocolError
 from proxy.backends import BackendConnection
-from proxy.stream import frame_command, header
+from proxy.stream import frame, frame_command, header
 
-__all__ = ["PreparedStatement", "StatementRegistry", "execute_packets"]
+__all__ = [
+    "LAST_PREPARED",
+    "PreparedStatement",
+    "StatementRegistry",
+    "bulk_packets",
+    "execute_packets",
+]
 
 # COM_STMT_EXECUTE: command(1) statement_id(4) flags(1) iteration_count(4) = 10 bytes, then
 # the NULL bitmap, new_params_bound_flag(1), types (2 per parameter), values.
 _EXECUTE_HEAD: Final = 10
 _STMT_SEND_LONG_DATA: Final = 0x18
+# COM_STMT_BULK_EXECUTE: command(1) statement_id(4) flags(2), then the types (2 per parameter)
+# when flags has SEND_TYPES_TO_SERVER, then the rows.
+# https://mariadb.com/kb/en/com_stmt_bulk_execute/
+_BULK_HEAD: Final = 7
+_BULK_SEND_TYPES: Final = 128
+#: The statement id that names the statement prepared last (MariaDB).
+LAST_PREPARED: Final = 0xFFFFFFFF
 
 
 @dataclass(slots=True, eq=False)
@@ -54,6 +72,8 @@ class PreparedStatement:
     long_data_overflow: bool = False
     #: The connection the last execute went to (COM_STMT_FETCH and RESET follow it).
     last_conn: BackendConnection | None = None
+    #: How its bulk executes are routed (``classification``, needing the primary).
+    bulk: Classification | None = None
 
     def note_execute(self, payload: bytes) -> None:
         """Remember the types an execute binds (before it is routed anywhere)."""
@@ -67,9 +87,12 @@ class PreparedStatement:
             end = flag_at + 1 + 2 * n
             if len(payload) < end:
                 raise RemoteProtocolError("COM_STMT_EXECUTE is too short for its types")
-            types = payload[flag_at + 1 : end]
-            if types != self.types:
-                self.types = types
+            self.note_types(payload[flag_at + 1 : end])
+
+    def note_types(self, types: bytes) -> None:
+        """The client bound these parameter types (kept by identity while unchanged)."""
+        if types != self.types:
+            self.types = types
 
     def add_long_data(self, payload: bytes, limit: int) -> None:
         """Keep a SEND_LONG_DATA chunk; beyond ``limit`` bytes the next execute fails."""
@@ -119,10 +142,40 @@ def execute_packets(
     elif len(raw) == len(payload) + 4:
         # One packet: only the id changes, and often not even that (a backend connection
         # numbers its statements from 1 as the proxy does for its client).
-        return raw if backend_id == client_id else raw[:5] + id_bytes + raw[9:]
+        # (The client's id may also be LAST_PREPARED, which must not reach the server.)
+        return raw if raw[5:9] == id_bytes else raw[:5] + id_bytes + raw[9:]
     else:
         prefix = b""
     return prefix + frame_command(payload[:1] + id_bytes + payload[5:])
+
+
+def bulk_packets(payload: bytes, ps: PreparedStatement, conn: BackendConnection) -> bytes:
+    """The wire bytes that run the client's bulk execute ``payload`` on ``conn``: its
+    statement id, and the parameter types when the client sends none and ``conn`` has not
+    received the last ones bound (they may have gone to another server with an execute)."""
+    if len(payload) < _BULK_HEAD:
+        raise RemoteProtocolError("COM_STMT_BULK_EXECUTE is too short")
+    client_id = ps.client_id
+    id_bytes = conn.statements[client_id].to_bytes(4, "little")
+    flags = payload[5] | payload[6] << 8
+    n = ps.num_params
+    if flags & _BULK_SEND_TYPES:
+        end = _BULK_HEAD + 2 * n
+        if len(payload) < end:
+            raise RemoteProtocolError("COM_STMT_BULK_EXECUTE is too short for its types")
+        ps.note_types(payload[_BULK_HEAD:end])
+        if ps.types is not None:
+            conn.statement_types[client_id] = ps.types
+        body = payload[:1] + id_bytes + payload[5:]
+    elif ps.types is not None and conn.statement_types.get(client_id) is not ps.types:
+        conn.statement_types[client_id] = ps.types
+        flags |= _BULK_SEND_TYPES
+        body = (
+            payload[:1] + id_bytes + flags.to_bytes(2, "little") + ps.types + payload[_BULK_HEAD:]
+        )
+    else:
+        body = payload[:1] + id_bytes + payload[5:]
+    return frame(body, 0)
 
 
 def _long_data(ps: PreparedStatement, id_bytes: bytes) -> bytes:
@@ -137,11 +190,14 @@ def _long_data(ps: PreparedStatement, id_bytes: bytes) -> bytes:
 class StatementRegistry:
     """The client's prepared statements, by the ids the proxy gave them."""
 
-    __slots__ = ("_by_id", "_next", "get")
+    __slots__ = ("_by_id", "_next", "get", "last")
 
     def __init__(self) -> None:
         self._by_id: dict[int, PreparedStatement] = {}
         self._next = 1
+        #: The id of the last statement prepared successfully (``None``: the last prepare
+        #: failed, or none was made): what :data:`LAST_PREPARED` stands for.
+        self.last: int | None = None
         #: The statement the client calls ``client_id``, or ``None``: the dictionary's own
         #: lookup, bound once (every execute looks its statement up).
         self.get: Callable[[int], PreparedStatement | None] = self._by_id.get
@@ -154,12 +210,21 @@ class StatementRegistry:
 
     def add(self, ps: PreparedStatement) -> None:
         self._by_id[ps.client_id] = ps
+        self.last = ps.client_id
+
+    def resolve(self, client_id: int) -> PreparedStatement | None:
+        """The statement ``client_id`` names, :data:`LAST_PREPARED` included."""
+        if client_id == LAST_PREPARED:
+            last = self.last
+            return None if last is None else self._by_id.get(last)
+        return self._by_id.get(client_id)
 
     def remove(self, client_id: int) -> PreparedStatement | None:
         return self._by_id.pop(client_id, None)
 
     def clear(self) -> None:
         self._by_id.clear()
+        self.last = None
 
     def __len__(self) -> int:
         return len(self._by_id)

@@ -26,7 +26,7 @@ from consistent.errors import InterfaceError, RemoteProtocolError
 from consistent.protocol.constants import MAX_PACKET_PAYLOAD
 from consistent.protocol.framing import HEADER_SIZE, frame_packets
 
-__all__ = ["ConnectionClosed", "PacketEndpoint", "frame", "frame_command", "header"]
+__all__ = ["ConnectionClosed", "PacketEndpoint", "frame", "frame_command", "header", "renumber"]
 
 _HEADER: Final = struct.Struct("<I")
 
@@ -46,6 +46,24 @@ def frame(payload: bytes, seq: int) -> bytes:
 def frame_command(payload: bytes) -> bytes:
     """A command packet: sequence id 0."""
     return frame(payload, 0)
+
+
+def renumber(data: bytes | bytearray, seq: int) -> tuple[bytes, int]:
+    """The whole packets at the start of ``data`` with sequence ids counting from ``seq``, and
+    how many bytes of ``data`` they took (a partial packet at the end is left out)."""
+    out = bytearray()
+    pos = 0
+    end = len(data)
+    while end - pos >= HEADER_SIZE:
+        length = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+        if end - pos - HEADER_SIZE < length:
+            break
+        out += data[pos : pos + 3]
+        out.append(seq & 0xFF)
+        out += data[pos + HEADER_SIZE : pos + HEADER_SIZE + length]
+        seq += 1
+        pos += HEADER_SIZE + length
+    return bytes(out), pos
 
 
 class ConnectionClosed(InterfaceError):

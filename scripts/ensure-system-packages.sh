@@ -24,7 +24,7 @@ if [ "$mode" = "all" ] || [ "$mode" = "--clients" ]; then
     # What mysqlclient and MariaDB Connector/Python (the proxy's client matrix, in the dev
     # extra) compile against: `make venv` runs this before `pip install '.[dev]'`.
     have pkg-config || missing+=(pkg-config)
-    [ -e /usr/include/mariadb/mysql.h ] || missing+=(libmariadb-dev)
+    { [ -e /usr/include/mariadb/mysql.h ] && have mariadb_config; } || missing+=(libmariadb-dev)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

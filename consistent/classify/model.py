@@ -119,6 +119,9 @@ class PrimaryReason(StrEnum):
     COMPOUND_STATEMENT = "compound_statement"
     #: A multi-statement whose parts are not all replica-safe reads.
     MULTI_STATEMENT = "multi_statement"
+    #: Longer than ``MAX_CLASSIFIED_LENGTH``: only its first bytes were read, and what follows
+    #: them (a function call, ``FOR UPDATE``, another statement) could tie it to the primary.
+    OVERSIZED = "oversized_statement"
     #: Empty or not recognised: the safe answer is the primary.
     UNKNOWN = "unknown"
 
@@ -152,6 +155,9 @@ class PinReason(StrEnum):
     XA_TRANSACTION = "xa_transaction"
     #: A session setting whose value cannot be replayed elsewhere (e.g. set from a subquery).
     SESSION_STATE = "session_state"
+    #: An oversized statement whose first bytes do not show one plain read, write or data
+    #: definition: what its unread part did to the session is unknown.
+    OVERSIZED = "oversized_statement"
 
 
 class RouteTarget(StrEnum):

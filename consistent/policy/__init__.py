@@ -27,10 +27,11 @@ from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView, process_k
 from consistent.policy.replay import SessionStateLog  # noqa: E402
 from consistent.policy.selection import rank_replicas  # noqa: E402
 from consistent.policy.session import END_TRANSACTION, READ_ONLY_BEGIN, SessionPolicy, Transaction  # noqa: E402
-from consistent.policy.states import FlavorName, format_token, parse_token  # noqa: E402
+from consistent.policy.states import MAX_TOKEN_LENGTH, FlavorName, format_token, parse_token  # noqa: E402
 
 __all__ = [
     "END_TRANSACTION",
+    "MAX_TOKEN_LENGTH",
     "PRIMARY",
     "READ_ONLY_BEGIN",
     "AcknowledgedWrites",

@@ -33,6 +33,7 @@ __all__ = [
     "build_handshake_response41",
     "build_handshake_v10",
     "build_ssl_request",
+    "handshake_reserved",
     "is_ssl_request",
     "parse_attributes",
     "parse_auth_more_data",
@@ -40,6 +41,8 @@ __all__ = [
     "parse_handshake_response41",
     "parse_handshake_v10",
     "parse_ssl_request",
+    "response_mariadb_capabilities",
+    "response_reserved",
 ]
 
 _PROTOCOL_VERSION: Final = 10
@@ -81,6 +84,26 @@ class HandshakeV10:
         if self.capabilities & Capability.LONG_PASSWORD:
             return MariaDbCapability(0)
         return MariaDbCapability(int.from_bytes(self.reserved[6:10], "little"))
+
+
+def handshake_reserved(mariadb: int) -> bytes:
+    """The reserved bytes of a HandshakeV10 offering MariaDB's extended capabilities
+    ``mariadb`` (the greeting must then clear ``CLIENT_MYSQL``)."""
+    return bytes(_HANDSHAKE_RESERVED - 4) + _U32.pack(mariadb)
+
+
+def response_reserved(mariadb: int) -> bytes:
+    """The filler of a HandshakeResponse41 (or SSLRequest) asking for MariaDB's extended
+    capabilities ``mariadb`` (the response must then clear ``CLIENT_MYSQL``)."""
+    return bytes(_RESPONSE_RESERVED - 4) + _U32.pack(mariadb)
+
+
+def response_mariadb_capabilities(capabilities: int, reserved: bytes) -> MariaDbCapability:
+    """The extended capabilities a client's response asks for: the filler's last 4 bytes,
+    when the client cleared ``CLIENT_MYSQL``."""
+    if capabilities & Capability.LONG_PASSWORD or len(reserved) != _RESPONSE_RESERVED:
+        return MariaDbCapability(0)
+    return MariaDbCapability(_U32.unpack_from(reserved, _RESPONSE_RESERVED - 4)[0])
 
 
 def parse_handshake_v10(payload: bytes | bytearray | memoryview) -> HandshakeV10:

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 import consistent.dbapi as db
+from consistent.classify import MAX_CLASSIFIED_LENGTH
 from consistent.dbapi import Connection
 from consistent.errors import MalformedGtidSet
-from consistent.policy import PRIMARY, Reason
+from consistent.policy import MAX_TOKEN_LENGTH, PRIMARY, Reason
 
 if TYPE_CHECKING:
     from .conftest import Backend
@@ -282,3 +283,22 @@ def test_a_closed_connection_refuses_work(backend: Backend) -> None:
         conn.cursor()
     with pytest.raises(db.Error):
         conn.close()
+
+
+def test_oversized_statements_and_tokens_are_bounded(backend: Backend, table: str) -> None:
+    # The same rules as the proxy's (tests/proxy/test_protocol_answers.py): a statement
+    # longer than MAX_CLASSIFIED_LENGTH goes to the primary, a token beyond
+    # MAX_TOKEN_LENGTH is refused with 1772 before it is parsed.
+    conn = backend.connect()
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {table} VALUES (1, 10)")
+    padding = "x" * (MAX_CLASSIFIED_LENGTH + 1)
+    cur.execute(f"SELECT v, LENGTH(%s) FROM {table} WHERE k = 1", (padding,))
+    assert cur.fetchall() == [(10, len(padding))]
+    assert (target(conn), reason(conn)) == (PRIMARY, "write(oversized_statement)")
+    cur.execute(f"SELECT v FROM {table} WHERE k = 1")  # a plain read: no pin was left
+    assert target(conn) in backend.replicas
+    token = f"{conn.flavor}:" + "0" * MAX_TOKEN_LENGTH
+    with pytest.raises(MalformedGtidSet) as info:
+        conn.require(token)
+    assert info.value.args[0] == 1772

@@ -37,6 +37,7 @@ from consistent.protocol import (
     parse_ok,
 )
 from proxy.relay import ER_NOT_ALLOWED_COMMAND, ResponseKind, ResponseRelay, parse_response
+from proxy.stream import renumber
 
 BASE = Capability.PROTOCOL_41 | Capability.SECURE_CONNECTION | Capability.TRANSACTIONS
 DEP = Capability.DEPRECATE_EOF
@@ -464,3 +465,48 @@ def test_a_relay_is_reused_only_once_complete() -> None:
     relay = ResponseRelay(ResponseKind.QUERY, BACKEND, BASE, bytearray().extend)
     with pytest.raises(RuntimeError):
         relay.reuse(ResponseKind.QUERY, HINT)
+
+
+# --- an answer numbered after a command that arrived in several packets --------------------
+
+
+def _frames(wire: bytes) -> list[tuple[int, bytes]]:
+    out = []
+    while wire:
+        length = int.from_bytes(wire[:3], "little")
+        out.append((wire[3], wire[4 : 4 + length]))
+        wire = wire[4 + length :]
+    return out
+
+
+@pytest.mark.parametrize("split", [1, 3, 5, 100])
+def test_an_expected_first_sequence_id_renumbers_the_response(split: int) -> None:
+    # A server that refused a multi-packet command after its first piece numbers its ERR 2;
+    # the client, having sent four packets, expects 4.
+    err = build_err(ErrPacket(1153, "08S01", "Got a packet bigger"), BACKEND)
+    wire = len(err).to_bytes(3, "little") + b"\x02" + err
+    out: list[bytes] = []
+    relay = ResponseRelay(ResponseKind.QUERY, BACKEND, BACKEND, out.append)
+    relay.expect(4)
+    for at in range(0, len(wire), split):
+        relay.feed(wire[at : at + split])
+    assert relay.done
+    assert relay.error == err
+    assert _frames(b"".join(out)) == [(4, err)]
+    assert relay.next_seq == 5
+
+
+def test_a_shift_renumbers_what_is_still_to_come() -> None:
+    ok = build_ok(OkPacket(status=AUTOCOMMIT), BACKEND)
+    out: list[bytes] = []
+    relay = ResponseRelay(ResponseKind.QUERY, BACKEND, BACKEND, out.append)
+    relay.shift(3)
+    relay.feed(len(ok).to_bytes(3, "little") + b"\x01" + ok)
+    assert _frames(b"".join(out)) == [(4, ok)]
+
+
+def test_renumber_counts_whole_packets_only() -> None:
+    wire = b"\x01\x00\x00\x07A" + b"\x02\x00\x00\x09BC" + b"\x05\x00\x00"
+    renumbered, used = renumber(wire, 3)
+    assert renumbered == b"\x01\x00\x00\x03A" + b"\x02\x00\x00\x04BC"
+    assert used == 11

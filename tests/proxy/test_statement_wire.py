@@ -1,4 +1,5 @@
-"""COM_STMT_EXECUTE rewriting (``execute_packets``), against an independent framing.
+"""COM_STMT_EXECUTE and COM_STMT_BULK_EXECUTE rewriting (``execute_packets``,
+``bulk_packets``), against an independent framing.
 
 The oracle frames ``command, backend id, the rest of the client's payload`` itself: whatever
 shortcut the rewriting takes (the client's bytes passed as they are when the backend's id is the
@@ -13,7 +14,13 @@ from hypothesis import strategies as st
 from consistent.classify import classify
 from proxy.backends import BackendConnection
 from proxy.config import Address
-from proxy.statements import PreparedStatement, execute_packets
+from proxy.statements import (
+    LAST_PREPARED,
+    PreparedStatement,
+    StatementRegistry,
+    bulk_packets,
+    execute_packets,
+)
 
 SQL = "SELECT c FROM t WHERE id = ?"
 
@@ -76,3 +83,41 @@ def test_types_the_backend_never_received_are_inserted_even_with_the_same_id() -
     replica = connection(7, 7)
     wire = execute_packets(again, raw, ps, replica)
     assert wire == framed(execute_payload(7, 2, bind_types=True))
+
+
+def test_the_last_prepared_id_never_reaches_a_server() -> None:
+    # MariaDB's 0xFFFFFFFF ("the statement prepared last", sent by Connector/C before the
+    # prepare's answer) means the session's last statement, whatever the backend's last was.
+    registry = StatementRegistry()
+    ps = statement(registry.new_id())
+    registry.add(ps)
+    assert registry.resolve(LAST_PREPARED) is ps
+    payload = execute_payload(LAST_PREPARED, 5, bind_types=True)
+    ps.note_execute(payload)
+    wire = execute_packets(payload, framed(payload), ps, connection(ps.client_id, ps.client_id))
+    assert wire == framed(payload[:1] + ps.client_id.to_bytes(4, "little") + payload[5:])
+    registry.clear()
+    assert registry.resolve(LAST_PREPARED) is None
+
+
+def bulk_payload(stmt_id: int, rows: list[int], *, send_types: bool) -> bytes:
+    """COM_STMT_BULK_EXECUTE of one LONGLONG parameter per row (indicator 0: a value)."""
+    flags = 128 if send_types else 0
+    head = b"\xfa" + stmt_id.to_bytes(4, "little") + flags.to_bytes(2, "little")
+    types = b"\x08\x00" if send_types else b""
+    return head + types + b"".join(b"\x00" + v.to_bytes(8, "little") for v in rows)
+
+
+def test_a_bulk_execute_carries_the_backends_id_and_the_types_it_lacks() -> None:
+    ps = statement(3)
+    primary = connection(3, 41)
+    sent = bulk_payload(3, [1, 2, 3], send_types=True)
+    assert bulk_packets(sent, ps, primary) == framed(bulk_payload(41, [1, 2, 3], send_types=True))
+    assert ps.types == b"\x08\x00"
+    # Types the primary has: the client's rows pass with only the id changed.
+    bare = bulk_payload(3, [4], send_types=False)
+    assert bulk_packets(bare, ps, primary) == framed(bulk_payload(41, [4], send_types=False))
+    # A connection that never received them (a reopened primary) gets them inserted.
+    reopened = connection(3, 9)
+    assert bulk_packets(bare, ps, reopened) == framed(bulk_payload(9, [4], send_types=True))
+    assert bulk_packets(bare, ps, reopened) == framed(bulk_payload(9, [4], send_types=False))

@@ -210,6 +210,34 @@ def test_proxy_load_rows_give_memory_per_connection() -> None:
     assert load.result == "0 errors, 1 violations"
 
 
+def test_proxy_bigpackets_and_bulk_rows() -> None:
+    figures = {
+        "size_mb": 60,
+        "p99_target_ms": 50,
+        "idle": {"p99_ms": 5.0},
+        "loaded": {"p99_ms": 28.35, "max_ms": 91.7},
+        "load_mb_per_second": 33.5,
+        "monitor_max_staleness_s": 0.13,
+        "rss_mb": {"before": 50.3, "peak": 56.8, "after": 56.8},
+        "rss_clients_failed": 0,
+        "token_set": {
+            "bytes": 1097787,
+            "seconds": 0.0069,
+            "answer": "error 1772",
+            "prober_max_ms": 6,
+        },
+    }
+    latency, memory, token = suite.proxy_bigpackets_rows(figures)
+    assert latency.result == "28.4 ms"
+    assert memory.result == "50 / 57 / 57 MB"
+    assert token.result == "6.9 ms"
+    assert token.figure == "SET of a 1.1 MB token"
+    (bulk,) = suite.proxy_bulk_rows(
+        {"rows": 2000, "direct_seconds": 0.02, "proxy_seconds": 0.03, "proxy_over_direct": 1.5}
+    )
+    assert bulk.result == "1.50x"
+
+
 def test_analytics_rows_are_records_per_second_by_size() -> None:
     figures = {
         "runs": [
@@ -334,6 +362,8 @@ def test_every_area_of_the_issue_has_a_script() -> None:
         "emulator",
         "proxy",
         "proxy_load",
+        "proxy_bigpackets",
+        "proxy_bulk",
         "analytics",
     }
     for script in suite.SCRIPTS:

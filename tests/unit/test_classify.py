@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consistent.classify import (
+    MAX_CLASSIFIED_LENGTH,
     Classification,
     PinReason,
     PrimaryReason,
@@ -21,6 +22,7 @@ from consistent.classify import (
     RouteTarget,
     StatementKind,
     classify,
+    classify_head,
     replay_sql,
     split_statements,
 )
@@ -426,3 +428,41 @@ def test_large_and_pathological_inputs_stay_linear(sql: str) -> None:
     started = time.perf_counter()
     classify(sql)
     assert time.perf_counter() - started < 2.0
+
+
+# --- oversized statements: classified from their first bytes ---------------------------------
+
+
+def test_an_oversized_statement_needs_the_primary_and_says_why() -> None:
+    tail = ", ".join(["1"] * MAX_CLASSIFIED_LENGTH)
+    read = classify(f"SELECT a FROM t WHERE b IN ({tail}) FOR UPDATE")
+    assert read.kind is StatementKind.READ
+    assert (read.must_use_primary, read.primary_reason) == (True, PrimaryReason.OVERSIZED)
+    assert read.pins_session is None  # one plain read: nothing hidden can outlive it
+    write = classify_head(b"INSERT INTO t VALUES ('" + b"x" * 100 + b"')")
+    assert (write.kind, write.primary_reason, write.pins_session) == (
+        StatementKind.WRITE,
+        PrimaryReason.OVERSIZED,
+        None,
+    )
+    # Short statements are not affected.
+    assert classify("SELECT a FROM t").replica_safe
+
+
+def test_an_oversized_statement_that_may_change_the_session_pins_it() -> None:
+    setting = classify_head("SET @@session.sql_mode = '" + "x" * 1000)
+    assert setting.pins_session == PinReason.OVERSIZED
+    assert setting.session_variables == ()  # a cut value is never replayed
+    several = classify_head("INSERT INTO t VALUES (1); SET @@sql_mode = 'ANSI'; SELECT '")
+    assert several.is_multi_statement
+    assert several.pins_session == PinReason.OVERSIZED
+    assert all(not part.session_variables for part in several.parts)
+    temporary = classify_head("CREATE TEMPORARY TABLE t AS SELECT '" + "x" * 1000)
+    assert temporary.pins_session == PinReason.TEMPORARY_TABLE
+
+
+def test_an_oversized_statement_is_judged_by_its_first_bytes_alone() -> None:
+    values = ",".join(["(1,'abc')"] * (MAX_CLASSIFIED_LENGTH // 9))
+    head = classify(f"INSERT INTO t VALUES {values}")
+    whole = classify(f"INSERT INTO t VALUES {values * 20}")  # 20x longer, same first bytes
+    assert head == whole

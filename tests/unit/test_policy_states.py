@@ -12,6 +12,7 @@ from consistent.errors import InterfaceError, MalformedGtidSet
 from consistent.gtid import GtidSet, MariaPosition
 from consistent.policy import Level, OnTimeout, PolicyConfig, Tracking
 from consistent.policy.states import (
+    MAX_TOKEN_LENGTH,
     covers,
     distance,
     empty_state,
@@ -299,3 +300,15 @@ def test_config_rejects_bad_max_lag(max_lag: object) -> None:
 )
 def test_tracking_follows_the_level(level: Level, tracking: Tracking) -> None:
     assert PolicyConfig(level=level).tracking is tracking
+
+
+def test_tokens_are_bounded_and_never_fail_otherwise_than_1772() -> None:
+    too_long = "mariadb:" + ",".join(f"{d}-1-1" for d in range(MAX_TOKEN_LENGTH // 5))
+    with pytest.raises(MalformedGtidSet) as info:
+        parse_token(too_long, "mariadb")
+    assert info.value.args[0] == 1772
+    assert len(info.value.args[1]) < 300  # the message quotes 200 characters at most
+    # A number past int()'s digit limit is a malformed token, not a ValueError.
+    with pytest.raises(MalformedGtidSet):
+        parse_token("mariadb:0-1-" + "9" * 5000, "mariadb")
+    assert str(parse_token("mariadb:0-1-5", "mariadb")) == "0-1-5"
