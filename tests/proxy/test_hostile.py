@@ -110,8 +110,15 @@ def probe(hostile_proxy: ProxyThread) -> Iterator[Prober]:
         after.close()
 
 
+HOSTILE_ADDRESS = "127.0.0.2"
+
+
 def raw_socket(proxy: ProxyThread) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=SOCKET_TIMEOUT)
+    """A hostile client's socket, from another loopback address than the well-behaved clients:
+    the proxy's per-address login limit holds the hostile address back, not theirs."""
+    sock = socket.create_connection(
+        ("127.0.0.1", proxy.port), timeout=SOCKET_TIMEOUT, source_address=(HOSTILE_ADDRESS, 0)
+    )
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     return sock
 
