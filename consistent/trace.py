@@ -345,6 +345,7 @@ ROUTE_REASONS: Final = (
     "session_state",
     "follows_previous",
     "hint",
+    "hint_refused",
     "eventual",
     "nothing_required",
     "known_covered",

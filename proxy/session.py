@@ -135,7 +135,7 @@ class Session(SlowPath):
                 self._spawn(self._kill(kill.connection_id, kill.query_only))
                 return
         text = sql.decode("utf-8", "surrogateescape")
-        stmt = classify(text)
+        stmt = classify(text, self._functions)
         if (
             stmt.is_multi_statement
             and not stmt.must_use_primary
@@ -176,7 +176,7 @@ class Session(SlowPath):
     def _cmd_prepare(self, payload: bytes) -> None:
         sql = payload[1:].decode("utf-8", "surrogateescape")
         client_id = self._statements.new_id()
-        stmt = classify(sql)
+        stmt = classify(sql, self._functions)
         if stmt.is_multi_statement and not stmt.must_use_primary:
             stmt = dataclasses.replace(
                 stmt, must_use_primary=True, primary_reason="multi_statement"

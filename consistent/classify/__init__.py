@@ -8,7 +8,11 @@ precomputed result without looking at its tokens one by one.  The rules follow D
 read gets to a replica", step 1; each module's docstring lists the decisions it makes.
 
 The result describes the SQL only: session state (transactions, pins, autocommit), the level
-and the routing hint are for ``consistent.policy`` to weigh.
+and the routing hint are for ``consistent.policy`` to weigh.  What the SQL is depends on one
+thing outside it: which functions a replica may run, which the server family and the functions
+the user declared read-only decide.  Each form builds its
+:class:`~consistent.classify.functions.FunctionRules` once, when it knows the family, and passes
+them with every statement; without them only the built-ins of both families count as safe.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import dataclasses
 import re
 from typing import Final
 
+from consistent.classify.functions import DEFAULT_RULES, FunctionRules, read_only_function_names
 from consistent.classify.hints import parse_hint
 from consistent.classify.lexer import hot_tokens
 from consistent.classify.model import (
@@ -33,15 +38,18 @@ from consistent.classify.session import PRIMARY_ONLY_VARIABLES, replay_sql
 from consistent.classify.statements import classify_text, classify_tokens
 
 __all__ = [
+    "DEFAULT_RULES",
     "LEVEL_NAMES",
     "PRIMARY_ONLY_VARIABLES",
     "Classification",
+    "FunctionRules",
     "PinReason",
     "PrimaryReason",
     "RouteHint",
     "RouteTarget",
     "StatementKind",
     "classify",
+    "read_only_function_names",
     "replay_sql",
     "split_statements",
 ]
@@ -50,8 +58,9 @@ __all__ = [
 _MAY_HAVE_HINT: Final = re.compile(r"\s*(?:/\*(?![Mm]?!)|--|#)")
 
 
-def classify(sql: str | bytes) -> Classification:
-    """Classify one ``COM_QUERY`` text (which may hold several statements).
+def classify(sql: str | bytes, rules: FunctionRules = DEFAULT_RULES) -> Classification:
+    """Classify one ``COM_QUERY`` text (which may hold several statements); ``rules`` say which
+    of the functions it calls a replica may run.
 
     ``bytes`` are decoded as UTF-8; undecodable bytes are kept as surrogate escapes, which
     cannot look like keywords.
@@ -62,11 +71,13 @@ def classify(sql: str | bytes) -> Classification:
     if ";" in tokens:
         end = tokens.index(";")
         if any(tokens[end + 1 :]):
-            result = _classify_multi(text)
+            result = _classify_multi(text, rules)
         else:
             result = classify_tokens(text, upper, tokens[:end])
     else:
         result = classify_tokens(text, upper, tokens)
+    if result.functions and not result.parts:
+        result = rules.settle(result)
     if "CONSISTENT" in upper and _MAY_HAVE_HINT.match(text):
         hint, error = parse_hint(text)
         if hint is not None or error is not None:
@@ -74,8 +85,8 @@ def classify(sql: str | bytes) -> Classification:
     return result
 
 
-def _classify_multi(text: str) -> Classification:
-    parts = [classify_text(part) for part in split_statements(text)]
+def _classify_multi(text: str, rules: FunctionRules) -> Classification:
+    parts = [rules.settle(classify_text(part)) for part in split_statements(text)]
     if len(parts) == 1:
         return parts[0]
     return combine(parts)

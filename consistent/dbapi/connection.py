@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import Any, Final, TypeVar
 
 from consistent import errors
-from consistent.classify import Classification, classify
+from consistent.classify import Classification, FunctionRules, classify
 from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL, detect_flavor, flavor_sql
 from consistent.dbapi._pymysql import TrackingConnection
@@ -163,6 +163,7 @@ class Connection:
             ) from exc
         flavor = config.flavor or detect_flavor(raw.server_version)
         self._flavor: FlavorSQL = flavor_sql(flavor)
+        self._functions = FunctionRules(flavor, config.read_only_functions)
         self._pending = PendingGtids(flavor)
         self._policy_or_none = SessionPolicy(
             replicas=[spec.name for spec in config.replicas],
@@ -231,6 +232,17 @@ class Connection:
     def replicas(self) -> tuple[str, ...]:
         """The replicas' names (``host:port``)."""
         return tuple(self._replicas)
+
+    @property
+    def function_rules(self) -> FunctionRules:
+        """Which function calls a replica may run here: the built-ins of the primary's server
+        family and the functions declared with ``read_only_functions``."""
+        return self._functions
+
+    def classify(self, sql: str) -> Classification:
+        """How this connection classifies ``sql`` before routing it (with
+        :attr:`function_rules`)."""
+        return classify(sql, self._functions)
 
     @property
     def level(self) -> Level:
@@ -631,7 +643,9 @@ class Connection:
         call ``run`` with the chosen server's PyMySQL connection."""
         if self._replicas:
             self._check_open()
-            return self._execute(sql, stmt if stmt is not None else classify(sql), run)
+            return self._execute(
+                sql, stmt if stmt is not None else classify(sql, self._functions), run
+            )
         raw = self._direct
         if raw is None:
             self._check_open()
