@@ -1,28 +1,27 @@
 """Function calls: which names a statement calls that a replica may not be able to run.
 
-:func:`unsafe_calls` returns the called names that are not on the lists of
-:mod:`consistent.classify.functions` for both server families.  It runs on every read that
-holds a ``(``, so it works in two steps:
+:func:`unsafe_calls` returns the called names that are not built-ins of both server families
+(:mod:`consistent.classify.functions`).  It runs on every read that holds a ``(``, so it works
+on the hot tokens (:func:`consistent.classify.lexer.hot_tokens`) where it can, and on the full
+tokens only when they cannot tell:
 
-1. On the hot tokens (:func:`consistent.classify.lexer.hot_tokens`), it looks only at the token
-   before each ``(``.  A real call always shows there as its name (comments between the name
-   and ``(`` leave empty tokens, which are skipped), so when every such token is a built-in
-   of both families, a keyword of :data:`~consistent.classify.functions.NOT_CALLS` or a
-   punctuation mark, nothing is called that may write: the usual ``COUNT(*)``, ``IN (…)``,
-   ``NOW()`` cost one look each.  A built-in of one family only is recorded as it is.
-2. Anything else (an unknown name, a name in backticks, a qualified name ``db.f(``, or a
-   ``.`` next to a space or a comment, since ``db . f(`` also calls ``db.f``) is decided on the
-   full tokens, where commas and operators are visible, by context:
-
-   * ``schema.name (`` is a stored function, whatever ``name`` spells;
-   * a name after ``AS`` is a type (``CAST(x AS DECIMAL(10, 2))``) or an alias with a column
-     list (``AS dt (a, b)``); a name after ``)`` is a derived table's alias with a column list
-     (``(SELECT …) dt (a, b)``) or ``MATCH (…) AGAINST (…)``; a name after a string is
-     ``JSON_TABLE``'s ``'$[*]' COLUMNS (…)``;
-   * the names of a ``WITH`` list followed by a column list (``WITH cte (a, b) AS (…)``).
-
-   Every other name followed by ``(`` is a call.  The hot-token look cannot see that ``a +
-   (b)`` has no call in it, so such statements take this path too, and find nothing.
+1. The token before each ``(``: a real call always shows there as its name (a comment between
+   the name and ``(`` leaves an empty token).  A keyword of
+   :data:`~consistent.classify.functions.NOT_CALLS` or a built-in of both families calls
+   nothing that may write: the usual ``COUNT(*)``, ``IN (…)``, ``NOW()`` cost one look each.
+   ``schema.name (`` is a stored function whatever ``name`` spells.  A name after ``AS``,
+   ``INTO``, ``INSERT``, ``REPLACE``, ``WITH`` or ``RECURSIVE`` is no call: a type
+   (``CAST(x AS DECIMAL(10, 2))``), an alias or a table with a column list (``AS dt (a, b)``,
+   ``EXPLAIN INSERT INTO t (a) …``), a CTE's column list (``WITH cte (a, b) AS (…)``).
+2. The hot tokens drop commas and operators, so ``a, (SELECT …)`` shows as ``A (``.  The
+   other names are checked against the text: a name that ``(`` never directly follows there is
+   no call; one that it follows as often as the hot tokens show it before a ``(`` is called.
+3. The full tokens decide everything else: a ``.`` next to a space or a comment (``db . f(``
+   calls ``db.f``), a comment or a string between a name and its ``(``, a name that is called
+   only some of the times it appears, and a name after ``)`` or a string, which may be a
+   derived table's alias with a column list (``(SELECT …) dt (a, b)``), ``MATCH (…) AGAINST
+   (…)``, ``JSON_TABLE``'s ``'$[*]' COLUMNS (…)`` or a call after ``f(1),``.  The same rules
+   apply there, with commas, operators and the names of a ``WITH`` list in view.
 
 The names of :data:`~consistent.classify.functions.PRIMARY_FUNCTIONS` are left to the
 expression rules of :mod:`consistent.classify.scan`, which give them their own reasons.
@@ -80,9 +79,11 @@ def unsafe_calls(text: str, upper: str, tokens: list[str]) -> tuple[str, ...]:
     and that are not built-ins of both families, in text order, each once (empty when none).
     Names are upper-case, ``SCHEMA.NAME`` when qualified; a quoted unqualified name keeps its
     backticks."""
-    found: list[str] = []
     loose: bool | None = None
-    adjacent: frozenset[str] | None = None
+    # Every name the hot tokens show before a "(", and the candidates among them: (name,
+    # what it is recorded as).
+    before_parens: list[str] = []
+    candidates: list[tuple[str, str]] = []
     start = 0
     for _ in range(tokens.count("(")):
         j = tokens.index("(", start)
@@ -95,6 +96,7 @@ def unsafe_calls(text: str, upper: str, tokens: list[str]) -> tuple[str, ...]:
         name = tokens[k]
         if name in _NO_NAME or name[0] == "@":
             continue
+        before_parens.append(name)
         before = tokens[k - 1] if k else "("
         tight = k == j - 1
         if (
@@ -111,21 +113,32 @@ def unsafe_calls(text: str, upper: str, tokens: list[str]) -> tuple[str, ...]:
             return _precise(text)
         if (name in SKIPPED and before != ".") or before in _NO_CALL_AFTER:
             continue
-        if adjacent is None:
-            adjacent = names_before_parenthesis(upper)
-        if name not in adjacent:
-            continue  # an operator or a comma stands between: ``a + (b)``, ``a, (SELECT …)``
         if before == ".":
             schema = tokens[k - 2] if k >= 2 else ""
             if not schema or schema[0] in "(@":
                 return _precise(text)
-            called = _qualified(schema, name)
+            candidates.append((name, _qualified(schema, name)))
         elif name[0] == "`" and unquote_identifier(name) in PRIMARY_FUNCTIONS:
             continue  # the expression rules give it its reason
         elif before in _UNDECIDED_AFTER:
-            return _precise(text)
+            candidates.append((name, ""))
         else:
-            called = name
+            candidates.append((name, name))
+    if not candidates:
+        return ()
+    # The hot tokens dropped commas and operators: ``a, (SELECT …)`` shows as ``A (``.  The
+    # text says which names "(" really follows; a name that it follows as often as the hot
+    # tokens show it before one is called wherever it is, a name it never follows nowhere.
+    adjacent = names_before_parenthesis(upper)
+    found: list[str] = []
+    for name, called in candidates:
+        times = adjacent.count(name)
+        if not times:
+            continue  # an operator or a comma stands between, every time
+        if times != before_parens.count(name) or not called:
+            # Only some are calls, or the context (after ")" or a string) may make it an
+            # alias or JSON_TABLE's COLUMNS: the full tokens decide.
+            return _precise(text)
         if called not in found:
             found.append(called)
     return tuple(found)

@@ -118,13 +118,12 @@ def hot_tokens(upper_text: str) -> list[str]:
     return _HOT_RE.findall(upper_text)
 
 
-def names_before_parenthesis(upper_text: str) -> frozenset[str]:
+def names_before_parenthesis(upper_text: str) -> list[str]:
     """The names (words, quoted names with their backticks) that ``(`` follows with nothing but
-    spaces between: what may be a function call.  Strings and comments are not told apart, so
-    a name there counts too (callers only use this to rule calls out); a name split from its
-    ``(`` by a comment (``f /* c */ (``) does not count."""
-    reversed_names = _PAREN_NAME_REVERSED_RE.findall(upper_text[::-1])
-    return frozenset(name[::-1] for name in reversed_names)
+    spaces between, once per occurrence: what may be a function call.  Strings and comments
+    are not told apart, so a name there counts too; a name split from its ``(`` by a comment
+    (``f /* c */ (``) does not."""
+    return [name[::-1] for name in _PAREN_NAME_REVERSED_RE.findall(upper_text[::-1])]
 
 
 class TokenType:
