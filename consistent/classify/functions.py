@@ -28,9 +28,10 @@ into either, so a call counts as a possible write unless its name is on this mod
   MySQL only (:data:`MYSQL_NOT_CALLS`).
 
 Everything else that is called counts as a possible write: stored functions (qualified or not),
-loadable functions, unknown names, and any name in backticks (`` `now`() `` is looked up among
-stored functions, not built-ins).  Users who know that some of their functions only read declare
-them (:class:`FunctionRules`, the ``read_only_functions`` option of every form).
+loadable functions, unknown names, and any name in backticks (the servers look `` `now`() `` up
+among stored functions; the classifier treats every quoted name so).  Users who know that some
+of their functions only read declare them (:class:`FunctionRules`, the ``read_only_functions``
+option of every form).
 
 https://dev.mysql.com/doc/refman/8.4/en/function-resolution.html
 https://mariadb.com/kb/en/function-differences-between-mariadb-and-mysql/
@@ -39,6 +40,7 @@ https://mariadb.com/kb/en/function-differences-between-mariadb-and-mysql/
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -199,9 +201,10 @@ PRIMARY_FUNCTIONS: Final[Mapping[str, str]] = MappingProxyType(
     }
 )
 
-#: Reserved words of both families that may stand before ``(`` without calling a function:
-#: operators and clauses (``IN (``, ``EXISTS (``, ``OVER (``, ``USING (``, ``AS (``…) and the
-#: type names of ``CAST``, ``CONVERT``, ``JSON_VALUE … RETURNING`` and ``JSON_TABLE`` columns.
+#: Keywords that may stand before ``(`` without calling a function, and that neither family
+#: takes there for a stored function's name: operators and clauses (``IN (``, ``EXISTS (``,
+#: ``OVER (``, ``USING (``, ``AS (``…) and the type names of ``CAST``, ``CONVERT``,
+#: ``JSON_VALUE … RETURNING`` and ``JSON_TABLE`` columns.
 NOT_CALLS: Final = _names(
     """
     ALL AND ANY AS ASC BETWEEN BY CASE CHECK CONSTRAINT CROSS DESC DISTINCT DISTINCTROW DIV
@@ -314,7 +317,7 @@ class FunctionRules:
             return stmt
         if left or stmt.primary_reason != PrimaryReason.FUNCTION_CALL:
             return dataclasses.replace(stmt, functions=left)
-        if stmt == _called_read(stmt.first_keyword, names):
+        if stmt.kind is StatementKind.READ and _OTHER_FIELDS(stmt) == _OTHER_DEFAULTS:
             # The usual shape (a read that needed the primary only for its calls): the plain
             # read, built once.
             return _PLAIN_READS.get(stmt.first_keyword) or _plain_read(stmt.first_keyword)
@@ -325,17 +328,11 @@ def _plain_read(head: str) -> Classification:
     return Classification(kind=StatementKind.READ, first_keyword=head)
 
 
-def _called_read(head: str, names: tuple[str, ...]) -> Classification:
-    """A plain read that needs the primary only because it calls ``names``."""
-    return Classification(
-        kind=StatementKind.READ,
-        first_keyword=head,
-        must_use_primary=True,
-        primary_reason=PrimaryReason.FUNCTION_CALL,
-        functions=names,
-    )
-
-
+# The fields a read that needs the primary only for its calls leaves at their defaults.
+_SET_BY_CALLS: Final = ("kind", "first_keyword", "must_use_primary", "primary_reason", "functions")
+_OTHER = tuple(f for f in dataclasses.fields(Classification) if f.name not in _SET_BY_CALLS)
+_OTHER_FIELDS: Final = operator.attrgetter(*(field.name for field in _OTHER))
+_OTHER_DEFAULTS: Final = tuple(field.default for field in _OTHER)
 _PLAIN_READS: Final = {
     head: _plain_read(head)
     for head in ("SELECT", "WITH", "TABLE", "VALUES", "SHOW", "DESC", "DESCRIBE", "EXPLAIN")
