@@ -215,6 +215,8 @@ _LAG_SAMPLE_ATTRIBUTES: Final = (
     _a("consistent.lag.io_running", BooleanType()),
     _a("consistent.lag.sql_running", BooleanType()),
     _s("consistent.lag.source_uuid"),
+    _a("consistent.lag.read_only", BooleanType()),
+    _a("consistent.lag.super_read_only", BooleanType()),
     *_stage("last_queued", finished=True),
     *_stage("queueing", finished=False),
     *_stage("last_processed", finished=True),

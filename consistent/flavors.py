@@ -29,7 +29,7 @@ import enum
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from types import MappingProxyType
@@ -55,6 +55,7 @@ __all__ = [
     "ServerRole",
     "TrackingMode",
     "WaitOutcome",
+    "WriteProtection",
     "detect_flavor",
     "flavor_by_name",
 ]
@@ -206,8 +207,37 @@ class Flavor(ABC):
                 f"{self.name} executed state is not a GTID state: {exc.msg}"
             ) from exc
 
+    # --- whether a server accepts writes --------------------------------------------------
+
+    @abstractmethod
+    def read_only_statement(self) -> str:
+        """``SELECT`` of the variables that keep a server from accepting writes."""
+
+    def parse_read_only(self, row: Sequence[object]) -> WriteProtection:
+        """The answer to :meth:`read_only_statement` (one row).  A value that is not plainly
+        off counts as on (MariaDB 11.x gives ``read_only`` values such as ``NO_LOCK``)."""
+        if not row:
+            raise RemoteProtocolError(f"{self.name} answered no row for the read-only state")
+        super_read_only = _switched_on(row[1]) if len(row) > 1 else None
+        return WriteProtection(_switched_on(row[0]), super_read_only)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteProtection:
+    """A server's ``@@read_only``, and ``@@super_read_only`` where it exists (MySQL; MariaDB
+    has ``read_only`` only).  A replica with ``read_only`` off accepts a write sent to it by
+    mistake; one with it on refuses it (1290), except from accounts that may bypass it."""
+
+    read_only: bool
+    super_read_only: bool | None = None
+
+    @property
+    def writable(self) -> bool:
+        """True when ordinary accounts may write."""
+        return not self.read_only
 
 
 @dataclass(frozen=True, repr=False)
@@ -271,6 +301,9 @@ class MySQLFlavor(Flavor):
     def executed_state_statement(self, role: ServerRole) -> str:
         ServerRole(role)
         return "SELECT @@GLOBAL.gtid_executed"
+
+    def read_only_statement(self) -> str:
+        return "SELECT @@GLOBAL.read_only, @@GLOBAL.super_read_only"
 
 
 @dataclass(frozen=True, repr=False)
@@ -362,6 +395,9 @@ class MariaDBFlavor(Flavor):
     def executed_state_statement(self, role: ServerRole) -> str:
         return f"SELECT @@GLOBAL.{self._executed_variables[ServerRole(role)]}"
 
+    def read_only_statement(self) -> str:
+        return "SELECT @@GLOBAL.read_only"
+
 
 MYSQL: Final = MySQLFlavor()
 MARIADB: Final = MariaDBFlavor()
@@ -443,6 +479,20 @@ def _tracked_names(current: str | bytes) -> list[str]:
             seen.add(name.lower())
             names.append(name)
     return names
+
+
+_OFF: Final = frozenset({"0", "OFF", "FALSE"})
+
+
+def _switched_on(value: object) -> bool:
+    """A server variable's value as a switch: ``0``/``OFF`` (any case) is off, the rest on."""
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("ascii", "replace")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value != 0
+    return str(value).strip().upper() not in _OFF
 
 
 def _as_int(value: object) -> int | None:

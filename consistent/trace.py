@@ -168,6 +168,11 @@ LAG_IO_RUNNING: Final = "consistent.lag.io_running"
 LAG_SQL_RUNNING: Final = "consistent.lag.sql_running"
 #: MySQL ``SOURCE_UUID`` of the channel's source.
 LAG_SOURCE_UUID: Final = "consistent.lag.source_uuid"
+#: The replica's ``@@read_only``: false means it accepts writes (from ordinary accounts), so a
+#: write sent to it by mistake would change it.
+LAG_READ_ONLY: Final = "consistent.lag.read_only"
+#: The replica's ``@@super_read_only`` (MySQL; absent on MariaDB, which has none).
+LAG_SUPER_READ_ONLY: Final = "consistent.lag.super_read_only"
 
 
 class LagStage(StrEnum):
@@ -355,6 +360,7 @@ ROUTE_REASONS: Final = (
     "session_state",
     "follows_previous",
     "hint",
+    "hint_refused",
     "eventual",
     "nothing_required",
     "known_covered",
@@ -456,6 +462,8 @@ LAG_SAMPLE_ATTRIBUTES: Final = (
     AttributeSpec(LAG_IO_RUNNING, AttrType.BOOL, "receiver thread runs"),
     AttributeSpec(LAG_SQL_RUNNING, AttrType.BOOL, "applier thread runs"),
     AttributeSpec(LAG_SOURCE_UUID, AttrType.STRING, "MySQL source UUID"),
+    AttributeSpec(LAG_READ_ONLY, AttrType.BOOL, "@@read_only (false: the replica is writable)"),
+    AttributeSpec(LAG_SUPER_READ_ONLY, AttrType.BOOL, "MySQL @@super_read_only"),
     *_stage_attributes(),
     AttributeSpec(LAG_APPLY_LAG_US, AttrType.INT, "end-to-end apply lag, µs"),
     AttributeSpec(LAG_HOP_APPLY_LAG_US, AttrType.INT, "this hop's apply lag, µs"),

@@ -11,7 +11,9 @@ tenacity backoff) and counts them.  Its :class:`HealthMonitor` keeps one connect
 and polls the server's executed GTID state every ``monitor_interval``; for a replica the result
 feeds the policy's :class:`~consistent.policy.ReplicaKnowledge` (so most reads need no wait),
 and a failure marks the replica unhealthy until the monitor, reconnecting with exponential
-backoff, reaches it again.
+backoff, reaches it again.  The monitor also reads whether a replica accepts writes
+(``@@read_only``, ``@@super_read_only`` on MySQL), at most once a second: a writable replica is
+reported in ``/status`` and logged once, when it is first seen so.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from tenacity import (
 )
 
 from consistent.errors import Error, RemoteProtocolError
-from consistent.flavors import Flavor, ServerRole
+from consistent.flavors import Flavor, ServerRole, WriteProtection
 from consistent.gtid import GtidState
 from consistent.policy import PRIMARY, ReplicaKnowledge, Tracking
 from consistent.protocol import ServerStatus
@@ -59,6 +61,8 @@ _AUTOCOMMIT: Final = int(ServerStatus.AUTOCOMMIT)
 REPLICA_CONNECT_ATTEMPTS: Final = 2
 _CONNECT_ERRORS: Final = (OSError, TimeoutError, ConnectionClosed, RemoteProtocolError)
 _QUERY: Final = ResponseKind.QUERY
+#: Seconds between two reads of a replica's read-only state (the monitor's interval if longer).
+READ_ONLY_CHECK_INTERVAL: Final = 1.0
 
 
 class BackendUnavailable(Error):
@@ -400,6 +404,11 @@ class HealthMonitor:
         #: The MariaDB extended capabilities the server offers (0: none, or MySQL).
         self.server_mariadb_capabilities = 0
         self.first_login = asyncio.Event()
+        #: Whether the server refuses writes, as last read (replicas only; ``None`` before the
+        #: first read, or when the server would not say).
+        self.write_protection: WriteProtection | None = None
+        # When the read-only state is next due (the monitor's clock); 0: at the next poll.
+        self._read_only_due = 0.0
 
     @property
     def executed(self) -> str | None:
@@ -413,7 +422,7 @@ class HealthMonitor:
 
     def status(self) -> dict[str, object]:
         ago = None if self.last_ok is None else round(self._clock() - self.last_ok, 3)
-        return {
+        info: dict[str, object] = {
             "monitor_healthy": self.healthy,
             "monitor_last_ok_seconds_ago": ago,
             "monitor_last_error": self.last_error,
@@ -421,6 +430,12 @@ class HealthMonitor:
             "monitor_polls": self.polls,
             "server_version": self.server_version,
         }
+        if self.server.role is ServerRole.REPLICA:
+            protection = self.write_protection
+            info["read_only"] = protection.read_only if protection is not None else None
+            info["super_read_only"] = protection.super_read_only if protection is not None else None
+            info["writable"] = protection.writable if protection is not None else None
+        return info
 
     def set_credentials(self, credentials: Credentials) -> None:
         """Use these credentials from the next (re)connection on (a configuration reload)."""
@@ -485,6 +500,32 @@ class HealthMonitor:
             name = self.server.name
             self._knowledge.record_success(name)
             self._knowledge.record_executed(name, state)
+            if self._clock() >= self._read_only_due:
+                await self._check_read_only(conn, flavor, timeout)
+
+    async def _check_read_only(
+        self, conn: BackendConnection, flavor: Flavor, timeout: float
+    ) -> None:
+        """Read whether the replica refuses writes; log when it is first seen writable (and
+        when it is read-only again), not at every read."""
+        self._read_only_due = self._clock() + max(READ_ONLY_CHECK_INTERVAL, self.interval)
+        result = await conn.query(flavor.read_only_statement(), timeout)
+        if result.error is not None or not result.rows:
+            # The last state read stays: a server that will not say has not changed.
+            reason = result.error.message if result.error is not None else "no row"
+            logger.debug("backend %s: read-only state unknown: %s", self.server.address, reason)
+            return
+        protection = flavor.parse_read_only(result.rows[0])
+        before = self.write_protection
+        self.write_protection = protection
+        if protection.writable and (before is None or not before.writable):
+            logger.warning(
+                "replica %s accepts writes (@@read_only is off): a write sent to it by "
+                "mistake would change it and break replication; set read_only=ON",
+                self.server.address,
+            )
+        elif before is not None and before.writable and not protection.writable:
+            logger.info("replica %s is read-only again", self.server.address)
 
     async def run(self) -> None:
         """Poll until :meth:`stop`."""
@@ -493,6 +534,7 @@ class HealthMonitor:
             conn: BackendConnection | None = None
             try:
                 conn = self._conn = await self._connect()
+                self._read_only_due = 0.0  # read it again on a new connection
                 while not self._stop.is_set():
                     await self._poll(conn, timeout)
                     with contextlib.suppress(TimeoutError):

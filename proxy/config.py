@@ -15,6 +15,7 @@ Example (every key but ``backends.primary`` and one user is optional)::
     max_unauthenticated_per_address = 64
     connect_timeout = 10.0           # handshake deadline: accept to login OK, TLS included
     shutdown_timeout = 10.0
+    read_only_functions = ["shop.price", "fmt"]   # user functions that only read
 
     [tls]                            # TLS to clients (optional)
     cert = "proxy.pem"
@@ -58,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from consistent.classify import read_only_function_names
 from consistent.errors import InterfaceError
 from consistent.policy import Level, OnTimeout
 from consistent.protocol import CACHING_SHA2_PASSWORD, MYSQL_NATIVE_PASSWORD
@@ -226,6 +228,11 @@ class ProxyConfig:
     server_version: str | None = None
     tls: TlsConfig | None = None
     admin: AdminConfig | None = None
+    #: User functions declared read-only (normalised names, see
+    #: :func:`consistent.classify.read_only_function_names`): reads calling them may use a
+    #: replica; every other function that is not a side-effect-free built-in sends the
+    #: statement to the primary.
+    read_only_functions: frozenset[str] = frozenset()
     #: Where the file was read from (reloads read it again).
     source: Path | None = None
 
@@ -250,6 +257,7 @@ _TOP_KEYS: Final = frozenset(
         "connect_timeout",
         "shutdown_timeout",
         "server_version",
+        "read_only_functions",
         "tls",
         "backends",
         "users",
@@ -323,6 +331,15 @@ def _plugin(value: object, name: str) -> str:
     if plugin not in AUTH_PLUGINS:
         raise ConfigError(f"{name} must be one of {sorted(AUTH_PLUGINS)}, not {plugin!r}")
     return plugin
+
+
+def _functions(value: object) -> frozenset[str]:
+    if not isinstance(value, str | list) or any(not isinstance(v, str) for v in value):
+        raise ConfigError("read_only_functions must be a list of function names")
+    try:
+        return read_only_function_names(value)
+    except InterfaceError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _level(value: object, name: str) -> Level:
@@ -474,6 +491,7 @@ def parse(data: Mapping[str, Any], *, source: Path | None = None) -> ProxyConfig
         ),
         tls=_tls(data, base),
         admin=_admin(data),
+        read_only_functions=_functions(data.get("read_only_functions", [])),
         source=source,
     )
 

@@ -30,6 +30,7 @@ import ssl
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from consistent.classify import FunctionRules
 from consistent.flavors import Flavor, detect_flavor, flavor_by_name
 from consistent.policy import PRIMARY, AcknowledgedWrites, ReplicaKnowledge, format_token
 from consistent.protocol import Capability, ErrorCode, ErrPacket, build_err
@@ -133,6 +134,7 @@ class ProxyServer:
         self._ids: set[int] = set()
         self._listener: asyncio.Server | None = None
         self._flavor: Flavor | None = None
+        self._functions: FunctionRules | None = None
         self._server_version = ""
         self._charset = _DEFAULT_CHARSET
         self._front_tls = _server_tls(config)
@@ -172,6 +174,17 @@ class ProxyServer:
         if self._flavor is None:
             raise RuntimeError("the proxy has not started")
         return self._flavor
+
+    @property
+    def functions(self) -> FunctionRules:
+        """Which function calls a replica may run, for sessions starting now: the servers'
+        family and the configuration's ``read_only_functions``."""
+        flavor = self.flavor.name
+        declared = self._config.read_only_functions
+        rules = self._functions
+        if rules is None or rules.flavor != flavor or rules.read_only != declared:
+            rules = self._functions = FunctionRules(flavor, declared)
+        return rules
 
     def servers(self) -> Mapping[str, BackendServer]:
         return self._servers

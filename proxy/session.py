@@ -176,7 +176,7 @@ class Session(SlowPath):
                 self._intercept(found)
                 return
         text = sql.decode("utf-8", "surrogateescape")
-        stmt = classify_head(text) if streamed else classify(text)
+        stmt = classify_head(text, self._functions) if streamed else classify(text, self._functions)
         if streamed and stmt.first_keyword == "KILL":
             # Its end is not here yet, so what it names cannot be read: no KILL reaches a
             # server as written.
@@ -275,7 +275,7 @@ class Session(SlowPath):
 
     def _cmd_prepare(self, payload: bytes) -> None:
         sql = payload[1:].decode("utf-8", "surrogateescape")
-        stmt = classify(sql)
+        stmt = classify(sql, self._functions)
         if kill_in_prepare(stmt):
             self._reply_err(
                 ErrorCode.UNSUPPORTED_PS,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, Protocol
 
+from consistent.classify import FunctionRules
 from consistent.errors import Error, OperationalError, RemoteProtocolError
 from consistent.flavors import Flavor
 from consistent.policy import (
@@ -95,6 +96,9 @@ class SessionHost(Protocol):
     def flavor(self) -> Flavor: ...
 
     @property
+    def functions(self) -> FunctionRules: ...
+
+    @property
     def telemetry(self) -> Telemetry: ...
 
     def servers(self) -> Mapping[str, BackendServer]: ...
@@ -137,6 +141,9 @@ class SessionBase:
         self._servers = dict(host.servers())
         self._flavor = host.flavor
         self._mariadb = self._flavor.name == "mariadb"
+        # Which function calls a replica may run (the configuration's declared functions and
+        # the servers' family), for every statement this session classifies.
+        self._functions = host.functions
         # MariaDB has no ALL tracker (read_all_writes needs none): its primary connections
         # always track the session's own GTIDs.
         self._fixed_tracking: Tracking | None = _TRACKING_OWN if self._mariadb else None

@@ -8,7 +8,11 @@ precomputed result without looking at its tokens one by one.  The rules follow D
 read gets to a replica", step 1; each module's docstring lists the decisions it makes.
 
 The result describes the SQL only: session state (transactions, pins, autocommit), the level
-and the routing hint are for ``consistent.policy`` to weigh.
+and the routing hint are for ``consistent.policy`` to weigh.  What the SQL is depends on one
+thing outside it: which functions a replica may run, which the server family and the functions
+the user declared read-only decide.  Each form builds its
+:class:`~consistent.classify.functions.FunctionRules` once, when it knows the family, and passes
+them with every statement; without them only the built-ins of both families count as safe.
 
 A statement longer than :data:`MAX_CLASSIFIED_LENGTH` is *oversized*: only its first
 ``MAX_CLASSIFIED_LENGTH`` bytes (characters, for text) are read (:func:`classify_head`), so that
@@ -25,6 +29,7 @@ import dataclasses
 import re
 from typing import Final
 
+from consistent.classify.functions import DEFAULT_RULES, FunctionRules, read_only_function_names
 from consistent.classify.hints import parse_hint
 from consistent.classify.lexer import hot_tokens
 from consistent.classify.model import (
@@ -41,10 +46,12 @@ from consistent.classify.session import PRIMARY_ONLY_VARIABLES, replay_sql
 from consistent.classify.statements import classify_text, classify_tokens
 
 __all__ = [
+    "DEFAULT_RULES",
     "LEVEL_NAMES",
     "MAX_CLASSIFIED_LENGTH",
     "PRIMARY_ONLY_VARIABLES",
     "Classification",
+    "FunctionRules",
     "PinReason",
     "PrimaryReason",
     "RouteHint",
@@ -52,6 +59,7 @@ __all__ = [
     "StatementKind",
     "classify",
     "classify_head",
+    "read_only_function_names",
     "replay_sql",
     "split_statements",
 ]
@@ -69,23 +77,24 @@ MAX_CLASSIFIED_LENGTH: Final = 256 * 1024
 _PLAIN_KINDS: Final = frozenset({StatementKind.READ, StatementKind.WRITE, StatementKind.DDL})
 
 
-def classify(sql: str | bytes) -> Classification:
-    """Classify one ``COM_QUERY`` text (which may hold several statements).
+def classify(sql: str | bytes, rules: FunctionRules = DEFAULT_RULES) -> Classification:
+    """Classify one ``COM_QUERY`` text (which may hold several statements); ``rules`` say which
+    of the functions it calls a replica may run.
 
     ``bytes`` are decoded as UTF-8; undecodable bytes are kept as surrogate escapes, which
     cannot look like keywords.  An oversized statement is classified by :func:`classify_head`.
     """
     if len(sql) > MAX_CLASSIFIED_LENGTH:
-        return classify_head(sql[:MAX_CLASSIFIED_LENGTH])
-    return _classify(sql)
+        return classify_head(sql[:MAX_CLASSIFIED_LENGTH], rules)
+    return _classify(sql, rules)
 
 
-def classify_head(head: str | bytes) -> Classification:
+def classify_head(head: str | bytes, rules: FunctionRules = DEFAULT_RULES) -> Classification:
     """Classify an oversized statement from its first bytes ``head`` (at most
     :data:`MAX_CLASSIFIED_LENGTH` of them are read): it needs the primary, and pins the session
     unless ``head`` shows one plain read, write or data definition.  Session settings are not
     kept (their values may be cut), so a ``SET`` pins too."""
-    result = _classify(head[:MAX_CLASSIFIED_LENGTH])
+    result = _classify(head[:MAX_CLASSIFIED_LENGTH], rules)
     pin = result.pins_session
     if pin is None and (result.is_multi_statement or result.kind not in _PLAIN_KINDS):
         pin = PinReason.OVERSIZED
@@ -100,18 +109,20 @@ def classify_head(head: str | bytes) -> Classification:
     )
 
 
-def _classify(sql: str | bytes) -> Classification:
+def _classify(sql: str | bytes, rules: FunctionRules) -> Classification:
     text = sql if isinstance(sql, str) else sql.decode("utf-8", "surrogateescape")
     upper = text.upper()
     tokens = hot_tokens(upper)
     if ";" in tokens:
         end = tokens.index(";")
         if any(tokens[end + 1 :]):
-            result = _classify_multi(text)
+            result = _classify_multi(text, rules)
         else:
             result = classify_tokens(text, upper, tokens[:end])
     else:
         result = classify_tokens(text, upper, tokens)
+    if result.functions and not result.parts:
+        result = rules.settle(result)
     if "CONSISTENT" in upper and _MAY_HAVE_HINT.match(text):
         hint, error = parse_hint(text)
         if hint is not None or error is not None:
@@ -119,8 +130,8 @@ def _classify(sql: str | bytes) -> Classification:
     return result
 
 
-def _classify_multi(text: str) -> Classification:
-    parts = [classify_text(part) for part in split_statements(text)]
+def _classify_multi(text: str, rules: FunctionRules) -> Classification:
+    parts = [rules.settle(classify_text(part)) for part in split_statements(text)]
     if len(parts) == 1:
         return parts[0]
     return combine(parts)

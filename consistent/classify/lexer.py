@@ -44,6 +44,7 @@ __all__ = [
     "full_tokens",
     "hot_tokens",
     "leading_comments",
+    "names_before_parenthesis",
     "unquote_identifier",
 ]
 
@@ -99,6 +100,10 @@ _FULL_RE: Final = re.compile(
     )
 )
 
+# A name directly followed by "(" (spaces between are allowed), read backwards: the scan looks
+# for "(" first, which the regular-expression engine finds at memchr speed.
+_PAREN_NAME_REVERSED_RE: Final = re.compile(r"\([ \t\r\n\f\v]*+([\w$]++|`(?:[^`]|``)*+`)")
+
 _LEADING_RE: Final = re.compile(
     rf"\s*(?:/\*(?![Mm]?!)([\s\S]*?)\*/|{_DASH_COMMENT}|{_HASH_COMMENT})",
 )
@@ -111,6 +116,14 @@ def hot_tokens(upper_text: str) -> list[str]:
     (set operations) or filter them out.
     """
     return _HOT_RE.findall(upper_text)
+
+
+def names_before_parenthesis(upper_text: str) -> list[str]:
+    """The names (words, quoted names with their backticks) that ``(`` follows with nothing but
+    spaces between, once per occurrence: what may be a function call.  Strings and comments
+    are not told apart, so a name there counts too; a name split from its ``(`` by a comment
+    (``f /* c */ (``) does not."""
+    return [name[::-1] for name in _PAREN_NAME_REVERSED_RE.findall(upper_text[::-1])]
 
 
 class TokenType:

@@ -92,6 +92,10 @@ class PrimaryReason(StrEnum):
     USER_VARIABLE = "user_variable"
     #: ``NEXTVAL``/``LASTVAL``/``SETVAL``, ``NEXT|PREVIOUS VALUE FOR``, ``seq.nextval``.
     SEQUENCE = "sequence"
+    #: A call of a function that is not a side-effect-free built-in (a stored or loadable
+    #: function, an unknown name): it may write.  ``Classification.functions`` names them.
+    #: Reported only when nothing else needs the primary.
+    FUNCTION_CALL = "function_call"
     #: DML: ``INSERT``, ``REPLACE``, ``UPDATE``, ``DELETE``, ``LOAD DATA``, ``WITH … UPDATE``.
     WRITE = "write"
     #: ``CALL``: a procedure may write, lock or set variables.
@@ -194,7 +198,8 @@ class Classification:
     top-level fields summarise them: ``first_keyword`` is the first part's, ``kind`` (with
     ``read_only`` and ``chain``) comes from the first part that is not a read (the first part
     when all are reads), ``must_use_primary`` is true unless
-    every part is a replica-safe read, ``pins_session`` is the first pin, ``unpins_session``,
+    every part is a replica-safe read, ``functions`` are concatenated, ``pins_session`` is the
+    first pin, ``unpins_session``,
     ``sets_autocommit`` and ``schema`` are the last ones set, ``session_variables`` are
     concatenated.  A policy that tracks transactions walks ``parts``.
     """
@@ -205,8 +210,14 @@ class Classification:
     first_keyword: str
     #: The statement itself needs the primary, whatever the session state and level.
     must_use_primary: bool = False
-    #: Why, as a :class:`PrimaryReason` value (the first rule that fired, in text order).
+    #: Why, as a :class:`PrimaryReason` value (the first rule that fired, in text order;
+    #: ``function_call`` only when no other rule fired).
     primary_reason: str | None = None
+    #: The functions called that a replica may not run: stored, loadable or unknown ones, and
+    #: built-ins of one server family only, in text order.  Built-ins are upper-case; other
+    #: names are as written (``shop.audit``, backticks kept on an unqualified quoted name).
+    #: :class:`~consistent.classify.functions.FunctionRules` takes off those a replica may run.
+    functions: tuple[str, ...] = ()
     #: The statement creates state only the primary session has (a :class:`PinReason` value).
     pins_session: str | None = None
     #: The statement clearly ends a pin (``UNLOCK TABLES`` → ``lock_tables``, ``SET autocommit

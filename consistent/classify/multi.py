@@ -93,6 +93,7 @@ def combine(parts: Sequence[Classification]) -> Classification:
         first_keyword=parts[0].first_keyword,
         must_use_primary=not safe,
         primary_reason=reason,
+        functions=tuple(name for p in parts for name in p.functions),
         pins_session=next((p.pins_session for p in parts if p.pins_session), None),
         unpins_session=_last(p.unpins_session for p in parts),
         read_only=main.read_only,

@@ -1,11 +1,13 @@
 """The expression rules: what inside a statement ties it, or the session, to the primary.
 
 They run over the tokens of :func:`consistent.classify.lexer.hot_tokens` and look for locking
-clauses, ``SELECT … INTO``, user variables, session-bound functions and sequences.  A function
-only counts when ``(`` follows its name (comments may come between), and never after a ``.``
-(``db.get_lock(…)`` is a stored function of that schema, ``t.for_update`` a column).  The same
-name in backticks followed by ``(`` still calls the built-in, as in the server's grammar, so it
-counts too.
+clauses, ``SELECT … INTO``, user variables, sequences and the built-ins that must run on the
+primary (:data:`~consistent.classify.functions.PRIMARY_FUNCTIONS`).  A function only counts
+when ``(`` follows its name (comments may come between), and never after a ``.``
+(``db.get_lock(…)`` is a stored function of that schema, which
+:mod:`consistent.classify.calls` reports as such; ``t.for_update`` is a column).  The same name
+in backticks followed by ``(`` still calls the built-in, as in the server's grammar, so it
+counts too.  Calls of functions that may write are :mod:`consistent.classify.calls`' business.
 
 :data:`READ_TRIGGERS` is the set of tokens that can make any rule fire; a statement whose
 tokens avoid it entirely (and whose text has no ``@``) needs no scan at all.
@@ -17,24 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from consistent.classify.functions import PRIMARY_FUNCTIONS
 from consistent.classify.model import PinReason, PrimaryReason
 
 __all__ = ["PIN_TRIGGERS", "READ_TRIGGERS", "Findings", "scan"]
 
-_FUNCTIONS: Final[dict[str, str]] = {
-    "GET_LOCK": PrimaryReason.GET_LOCK,
-    "RELEASE_LOCK": PrimaryReason.GET_LOCK,
-    "RELEASE_ALL_LOCKS": PrimaryReason.GET_LOCK,
-    "IS_FREE_LOCK": PrimaryReason.GET_LOCK,
-    "IS_USED_LOCK": PrimaryReason.GET_LOCK,
-    "LAST_INSERT_ID": PrimaryReason.LAST_INSERT_ID,
-    "FOUND_ROWS": PrimaryReason.FOUND_ROWS,
-    "ROW_COUNT": PrimaryReason.ROW_COUNT,
-    "CONNECTION_ID": PrimaryReason.CONNECTION_ID,
-    "NEXTVAL": PrimaryReason.SEQUENCE,
-    "LASTVAL": PrimaryReason.SEQUENCE,
-    "SETVAL": PrimaryReason.SEQUENCE,
-}
+_FUNCTIONS: Final = PRIMARY_FUNCTIONS
 _FUNCTION_PINS: Final[dict[str, str]] = {"GET_LOCK": PinReason.GET_LOCK}
 # ``seq.nextval`` / ``seq.currval`` (MariaDB, Oracle-compatible syntax).
 _QUALIFIED_SEQUENCE: Final = frozenset({"NEXTVAL", "CURRVAL"})

@@ -12,16 +12,17 @@ statements that are not ``name = value``: ``NAMES``, ``CHARACTER SET``, ``TRANSA
 transaction characteristics) and ``ROLE``.  :func:`replay_sql` turns an entry back into SQL.
 
 What cannot be replayed pins the session instead: a user variable (``SET @v``, or a value that
-reads one) and a value computed by a subquery.  ``autocommit`` is reported in
-``sets_autocommit``, not replayed: with autocommit off every statement goes to the primary.  Only
-``1``, ``ON`` and ``TRUE`` (quoted or not) turn it on; anything else, ``DEFAULT`` included,
-counts as off, the safe side.  ``SET TRANSACTION`` without a scope shapes the next transaction
-only: nothing is recorded (a following ``START TRANSACTION`` is not known to be read-only).
-Variables that only shape what the primary writes to its binary log or how it numbers GTIDs
-(:data:`PRIMARY_ONLY_VARIABLES`, and the ``binlog_``, ``gtid_`` and ``session_track_``
-families, the last one belonging to the connector) are neither replayed nor pinned: they
-matter only to writes, which run on the primary anyway.  ``GLOBAL`` and ``PERSIST`` settings
-change the server, not the session: nothing to replay.
+reads one), a value computed by a subquery, and a value that calls a function a replica may not
+run (:func:`consistent.classify.calls.calls_in`: the replay would call it on the replica).
+``autocommit`` is reported in ``sets_autocommit``, not replayed: with autocommit off every
+statement goes to the primary.  Only ``1``, ``ON`` and ``TRUE`` (quoted or not) turn it on;
+anything else, ``DEFAULT`` included, counts as off, the safe side.  ``SET TRANSACTION`` without a
+scope shapes the next transaction only: nothing is recorded (a following ``START TRANSACTION``
+is not known to be read-only).  Variables that only shape what the primary writes to its binary
+log or how it numbers GTIDs (:data:`PRIMARY_ONLY_VARIABLES`, and the ``binlog_``, ``gtid_`` and
+``session_track_`` families, the last one belonging to the connector) are neither replayed nor
+pinned: they matter only to writes, which run on the primary anyway.  ``GLOBAL`` and ``PERSIST``
+settings change the server, not the session: nothing to replay.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from consistent.classify.calls import calls_in
 from consistent.classify.lexer import Token, TokenType, full_tokens, unquote_identifier
 from consistent.classify.model import Classification, PinReason, PrimaryReason, StatementKind
 
@@ -188,11 +190,21 @@ def _set_item(text: str, item: Sequence[Token], scope: str, state: _SetState) ->
         return scope
     if any(tok.type == TokenType.USERVAR for tok in value_tokens):
         state.pin_once(PinReason.USER_VARIABLE)
-    elif any(tok.is_word("SELECT") for tok in value_tokens):
+    elif _computed(text, value_tokens):
         state.pin_once(PinReason.SESSION_STATE)
     else:
         state.entries.append((name, _span(text, value_tokens)))
     return scope
+
+
+def _computed(text: str, tokens: Sequence[Token]) -> bool:
+    """The value cannot be replayed: a subquery computes it, or it calls a function that a
+    replica may not run (built-ins of one family count too: the server family is not known
+    here, and pinning is the safe side)."""
+    if any(tok.is_word("SELECT") for tok in tokens):
+        return True
+    has_call = any(tok.text == "(" and tok.type == TokenType.PUNCT for tok in tokens)
+    return has_call and bool(calls_in(_span(text, tokens)))
 
 
 def _variable_name(tokens: Sequence[Token], scope: str) -> tuple[str, str]:

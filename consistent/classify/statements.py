@@ -2,7 +2,8 @@
 
 Reads: ``SELECT``, ``WITH … SELECT``, ``TABLE``, ``VALUES``, ``SHOW``, ``DESCRIBE``/``EXPLAIN``,
 ``HELP``, ``GET DIAGNOSTICS``; any of them may still need the primary through the expression
-rules of :mod:`consistent.classify.scan`.
+rules of :mod:`consistent.classify.scan`, or because it calls a function that may write
+(:mod:`consistent.classify.calls`; ``Classification.functions`` names the calls).
 
 Decisions worth knowing:
 
@@ -17,8 +18,12 @@ Decisions worth knowing:
   ``OUT`` parameter, so it pins.  ``DO`` runs on the primary for its side effects.
 * ``GET DIAGNOSTICS`` follows the previous statement; the user variables it fills pin.
 * ``CREATE TEMPORARY TABLE`` pins and, like ``DROP TEMPORARY TABLE``, commits nothing.
-* A stored function called from a ``SELECT`` cannot be seen into: ``SELECT f()`` is a read
-  even if ``f`` writes.  Such statements need a ``/* consistent: primary */`` hint.
+* A call of a function that is not a side-effect-free built-in of both server families
+  (``SELECT f(k)``, ``SELECT shop.audit(1)``, ``SHOW TABLES WHERE f(…)``, also under
+  ``EXPLAIN``, which may evaluate a deterministic function while planning) needs the primary:
+  ``function_call``, unless :class:`~consistent.classify.functions.FunctionRules` later find
+  every call safe.  ``SET`` values are replayed on replicas, so a ``SET`` whose value calls such
+  a function pins the session instead (:mod:`consistent.classify.session`).
 * Anything unknown runs on the primary (``unknown``).
 """
 
@@ -28,6 +33,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Final
 
+from consistent.classify.calls import unsafe_calls
 from consistent.classify.lexer import hot_tokens
 from consistent.classify.model import Classification, PinReason, PrimaryReason, StatementKind
 from consistent.classify.scan import PIN_TRIGGERS, READ_TRIGGERS, scan
@@ -80,19 +86,50 @@ _PLAIN_READS: Final = {
 }
 
 
+# A read whose tokens avoid these needs neither the expression rules nor a look at its calls.
+_READ_OR_CALL: Final = READ_TRIGGERS | {"("}
+
+
 def _read(text: str, upper: str, tokens: list[str], i: int) -> Classification:
     head = tokens[i]
-    if READ_TRIGGERS.isdisjoint(tokens) and "@" not in upper:
+    variables = "@" in upper
+    if not variables and _READ_OR_CALL.isdisjoint(tokens):
         return _PLAIN_READS[head]
+    if not variables and READ_TRIGGERS.isdisjoint(tokens):  # so "(" is in the tokens
+        calls = unsafe_calls(text, upper, tokens)
+        return _with_calls(_PLAIN_READS[head], calls) if calls else _PLAIN_READS[head]
+    calls = _calls_of(text, upper, tokens)
     found = scan([t for t in tokens if t])
+    reason = found.reason
+    if reason is None and calls:
+        reason = _R.FUNCTION_CALL
     return Classification(
         kind=_K.READ,
         first_keyword=head,
-        must_use_primary=found.reason is not None,
-        primary_reason=found.reason,
+        must_use_primary=reason is not None,
+        primary_reason=reason,
+        functions=calls,
         pins_session=found.pin,
         follows_previous=found.follows_previous,
     )
+
+
+def _with_calls(result: Classification, calls: tuple[str, ...]) -> Classification:
+    """``result`` (a plain read) with the calls of functions that may write it makes."""
+    if not calls:
+        return result
+    return Classification(
+        kind=_K.READ,
+        first_keyword=result.first_keyword,
+        must_use_primary=True,
+        primary_reason=_R.FUNCTION_CALL,
+        functions=calls,
+    )
+
+
+def _calls_of(text: str, upper: str, tokens: list[str]) -> tuple[str, ...]:
+    """The calls of functions that may write (a statement without ``(`` makes none)."""
+    return unsafe_calls(text, upper, tokens) if "(" in tokens else ()
 
 
 _WITH_MAIN: Final = frozenset(
@@ -131,7 +168,7 @@ def _show(text: str, upper: str, tokens: list[str], i: int) -> Classification:
         words = words[1:]
     if words and words[0] in _SHOW_SERVER_STATE:
         return _primary(_K.READ, "SHOW", _R.SERVER_STATE)
-    return _PLAIN_READS["SHOW"]
+    return _with_calls(_PLAIN_READS["SHOW"], _calls_of(text, upper, tokens))
 
 
 _ANALYZED: Final = frozenset(
@@ -159,7 +196,7 @@ def _explain(text: str, upper: str, tokens: list[str], i: int) -> Classification
         after = words[words.index("INTO") + 1 :]
         if after and after[0].startswith("@") and not after[0].startswith("@@"):
             return _primary(_K.READ, head, _R.SELECT_INTO, pin=PinReason.USER_VARIABLE)
-    return _PLAIN_READS[head]
+    return _with_calls(_PLAIN_READS[head], _calls_of(text, upper, tokens))
 
 
 def _analyze(text: str, upper: str, tokens: list[str], i: int) -> Classification:

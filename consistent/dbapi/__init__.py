@@ -115,7 +115,8 @@ def connect(
     """Open a logical connection.
 
     ``connect(primary=..., replicas=[...], level="read_own_writes", wait_timeout=1.0,
-    on_timeout="primary", max_lag=None, flavor=None, autocommit=True, **pymysql_kwargs)``, or
+    on_timeout="primary", max_lag=None, flavor=None, autocommit=True, read_only_functions=None,
+    **pymysql_kwargs)``, or
     ``connect("mysql://user:pw@host:3306/db?replica=h2:3306&level=read_latest", **overrides)``
     (see :mod:`consistent.dbapi.config`).  ``knowledge`` isolates this connection's view of the
     replicas from the process-wide one, ``acknowledged`` what ``read_all_writes`` requires from

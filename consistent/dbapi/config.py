@@ -8,7 +8,9 @@ Three spellings reach the same :class:`ConnectConfig`:
   ``host``/``port`` override the shared PyMySQL options for that server only;
 * PyMySQL's own keywords (``host=…, port=…``) when ``primary`` is not given;
 * a URL (DSN): ``mysql://user:pw@db1:3306/app?replica=db2:3306&replica=db3:3307&level=
-  read_latest&wait_timeout=0.5&on_timeout=next_replica&flavor=mariadb&charset=utf8mb4``.
+  read_latest&wait_timeout=0.5&on_timeout=next_replica&flavor=mariadb&charset=utf8mb4``;
+  ``read_only_functions=shop.price,fmt`` (comma-separated, or repeated) names user functions
+  that only read, so that a read calling them may still go to a replica.
   Schemes ``mysql``, ``mariadb``, ``consistent`` and ``mysql+consistent`` are accepted; query
   parameters other than ours become PyMySQL options, converted to the type PyMySQL expects.
   Keywords given next to a URL override it.
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from consistent.classify import read_only_function_names
 from consistent.dbapi._pymysql import PYMYSQL_OPTIONS
 from consistent.errors import InterfaceError, ProgrammingError
 from consistent.policy import Level, OnTimeout, PolicyConfig
@@ -177,6 +180,9 @@ class ConnectConfig:
     #: PyMySQL options shared by every server (user, password, database, charset…).
     options: Mapping[str, Any] = field(default_factory=dict)
     replica_connect_timeout: float = DEFAULT_REPLICA_CONNECT_TIMEOUT
+    #: User functions declared read-only (normalised, see
+    #: :func:`consistent.classify.read_only_function_names`): a read may call them on a replica.
+    read_only_functions: frozenset[str] = frozenset()
 
     def __repr__(self) -> str:
         # The shared options hold the password: show everything else as the dataclass would.
@@ -218,9 +224,12 @@ def parse_url(url: str) -> dict[str, Any]:
     if database:
         kwargs["database"] = database
     replicas: list[ServerSpec] = []
+    functions: list[str] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key in ("replica", "replicas"):
             replicas.extend(ServerSpec.parse(v) for v in value.split(",") if v)
+        elif key == "read_only_functions":
+            functions.append(value)
         elif key in ("level", "on_timeout", "flavor"):
             kwargs[key] = value
         elif key in ("wait_timeout", "max_lag", "replica_connect_timeout"):
@@ -231,6 +240,8 @@ def parse_url(url: str) -> dict[str, Any]:
             kwargs[key] = _option(key, value)
     if replicas:
         kwargs["replicas"] = replicas
+    if functions:
+        kwargs["read_only_functions"] = ",".join(functions)
     return kwargs
 
 
@@ -300,6 +311,7 @@ def build_config(
     flavor: str | None = None,
     autocommit: bool = True,
     replica_connect_timeout: float = DEFAULT_REPLICA_CONNECT_TIMEOUT,
+    read_only_functions: str | Iterable[str] | None = None,
     **options: Any,
 ) -> ConnectConfig:
     """Validate and assemble a :class:`ConnectConfig` (``options`` are PyMySQL keywords)."""
@@ -345,6 +357,7 @@ def build_config(
         autocommit=bool(autocommit),
         options=options,
         replica_connect_timeout=replica_connect_timeout,
+        read_only_functions=read_only_function_names(read_only_functions),
     )
 
 

@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any, Final, TypeVar
 
 from consistent import errors
-from consistent.classify import Classification, classify
+from consistent.classify import Classification, FunctionRules, classify
 from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL, detect_flavor, flavor_sql
 from consistent.dbapi._pymysql import TrackingConnection
@@ -176,6 +176,7 @@ class Connection:
         self._acknowledged = (
             acknowledged if acknowledged is not None else process_acknowledged(config.primary.name)
         )
+        self._functions = FunctionRules(flavor, config.read_only_functions)
         self._pending = PendingGtids(flavor)
         self._policy_or_none = SessionPolicy(
             replicas=[spec.name for spec in config.replicas],
@@ -246,6 +247,17 @@ class Connection:
     def replicas(self) -> tuple[str, ...]:
         """The replicas' names (``host:port``)."""
         return tuple(self._replicas)
+
+    @property
+    def function_rules(self) -> FunctionRules:
+        """Which function calls a replica may run here: the built-ins of the primary's server
+        family and the functions declared with ``read_only_functions``."""
+        return self._functions
+
+    def classify(self, sql: str) -> Classification:
+        """How this connection classifies ``sql`` before routing it (with
+        :attr:`function_rules`)."""
+        return classify(sql, self._functions)
 
     @property
     def level(self) -> Level:
@@ -658,7 +670,9 @@ class Connection:
         call ``run`` with the chosen server's PyMySQL connection."""
         if self._replicas:
             self._check_open()
-            return self._execute(sql, stmt if stmt is not None else classify(sql), run)
+            return self._execute(
+                sql, stmt if stmt is not None else classify(sql, self._functions), run
+            )
         raw = self._direct
         if raw is None:
             self._check_open()

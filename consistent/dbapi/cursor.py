@@ -155,7 +155,7 @@ class Cursor:
         if not args_list:
             return None
         connection = self.connection
-        stmt = classify(query)
+        stmt = connection.classify(query)
         if stmt.kind is StatementKind.READ and not stmt.must_use_primary:
             total = 0
             for args in args_list:

@@ -70,6 +70,10 @@ class Reason(StrEnum):
     FOLLOWS_PREVIOUS = "follows_previous"
     #: A routing hint in the statement's leading comment (``detail``: primary/replica/level).
     HINT = "hint"
+    #: A ``/* consistent: replica */`` hint on a statement that may write (a write, DDL, a
+    #: locking read, ``GET_LOCK()``, a call of a function that may write…) was ignored: the
+    #: statement runs on the primary (``detail`` says why it must).
+    HINT_REFUSED = "hint_refused"
     #: Level ``eventual``: any healthy replica, no wait.
     EVENTUAL = "eventual"
     #: The session requires nothing yet: any healthy replica, no wait.

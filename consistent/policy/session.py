@@ -30,7 +30,11 @@ Where a statement goes (first rule that applies)
    which picks a replica (waiting as a read would) and starts the transaction there.
 3. Transaction control outside a transaction, session state (``SET``/``USE``): the primary.
 4. Diagnostics about the previous statement (``SHOW WARNINGS``): where that statement ran.
-5. A ``/* consistent: primary */`` hint: the primary.  ``replica``: a replica, past rules 6-9.
+5. A ``/* consistent: primary */`` hint: the primary.  ``replica``: a replica, past rules 6-9,
+   unless the statement may write (a write, DDL, a locking read, ``GET_LOCK()``, a call of a
+   function that may write, ``SELECT … INTO``…): hints never override safety, so it runs on
+   the primary with reason ``hint_refused``.  A hint may override only what ties a read to the
+   primary session without writing (``LAST_INSERT_ID()``, a user variable read…).
 6. A multi-statement that is not all reads, a write, DDL, or a read that must see the primary
    (``FOR UPDATE``, ``GET_LOCK``…): the primary.
 7. Autocommit off: the primary (every statement is part of a transaction).
@@ -68,7 +72,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from consistent import errors
-from consistent.classify import Classification, RouteTarget, StatementKind
+from consistent.classify import Classification, PrimaryReason, RouteTarget, StatementKind
 from consistent.classify.session import replay_sql
 from consistent.errors import ConsistencyTimeout, OperationalError
 from consistent.gtid import GtidState
@@ -133,6 +137,20 @@ _PRIMARY_REASONS = {
 }
 # A write's detail when the classifier gives no primary reason.
 _KIND_DETAIL = {kind: kind.name.lower() for kind in _K}
+_FUNCTION_CALL = PrimaryReason.FUNCTION_CALL.value
+# What ties a read to the primary without writing anything: a replica hint may override it.
+_HINT_OVERRIDABLE = frozenset(
+    {
+        PrimaryReason.LAST_INSERT_ID.value,
+        PrimaryReason.FOUND_ROWS.value,
+        PrimaryReason.ROW_COUNT.value,
+        PrimaryReason.CONNECTION_ID.value,
+        PrimaryReason.SQL_CALC_FOUND_ROWS.value,
+        PrimaryReason.USER_VARIABLE.value,
+        PrimaryReason.SERVER_STATE.value,
+        PrimaryReason.MULTI_STATEMENT.value,
+    }
+)
 _EXECUTE = Action.EXECUTE
 _READ_ALL_WRITES = Level.READ_ALL_WRITES
 _new_sources = frozen_factory(RequiredSources)
@@ -184,6 +202,29 @@ def _inert(stmt: Classification) -> bool:
 def _hint_target(stmt: Classification) -> RouteTarget | None:
     hint = stmt.hint
     return hint.target if hint is not None else None
+
+
+def _replica_hint_allowed(stmt: Classification) -> bool:
+    """True when a replica hint may send ``stmt`` to a replica: every statement in it is a read
+    that nothing but the primary session's state ties to the primary."""
+    for part in stmt.parts or (stmt,):
+        if part.kind is not _K.READ:
+            return False
+        reason = part.primary_reason
+        if part.must_use_primary and (reason is None or reason not in _HINT_OVERRIDABLE):
+            return False
+    return True
+
+
+def _primary_detail(stmt: Classification) -> str:
+    """The detail of a statement that needs the primary: its primary reason (with the
+    functions a ``function_call`` calls), else its kind."""
+    reason = stmt.primary_reason
+    if reason is None:
+        return _KIND_DETAIL[stmt.kind]
+    if reason == _FUNCTION_CALL and stmt.functions:
+        return reason + ":" + ",".join(stmt.functions)
+    return reason
 
 
 class SessionPolicy:
@@ -428,7 +469,7 @@ class SessionPolicy:
             else:
                 fixed = _PRIMARY_REASONS.get(kind)
                 if fixed is None:
-                    reason, detail = Reason.WRITE, stmt.primary_reason or _KIND_DETAIL[kind]
+                    reason, detail = Reason.WRITE, _primary_detail(stmt)
                 else:
                     reason = fixed
             level = self._config.level
@@ -495,10 +536,13 @@ class SessionPolicy:
         if txn is not None:  # a deferred read-only BEGIN: this statement picks its server
             return self._route_pending(seed)
         if target is RouteTarget.REPLICA:
+            if not _replica_hint_allowed(stmt):
+                detail = _primary_detail(stmt)
+                logger.debug("replica hint ignored: the statement may write (%s)", detail)
+                return self._step(seed, Action.EXECUTE, PRIMARY, Reason.HINT_REFUSED, detail)
             return self._route_read(seed, fetched=False)
         if kind is not _K.READ or stmt.must_use_primary:
-            detail = stmt.primary_reason or kind.name.lower()
-            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.WRITE, detail)
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.WRITE, _primary_detail(stmt))
         if not self._autocommit:
             return self._step(
                 seed, Action.EXECUTE, PRIMARY, Reason.IN_TRANSACTION, "autocommit_off"
@@ -609,7 +653,9 @@ class SessionPolicy:
         if txn is not None and txn.server == target:
             self._txn = None
             return None
-        retryable = stmt.replica_safe or _hint_target(stmt) is RouteTarget.REPLICA
+        retryable = stmt.replica_safe or (
+            _hint_target(stmt) is RouteTarget.REPLICA and _replica_hint_allowed(stmt)
+        )
         if decision.action is not Action.EXECUTE or not retryable:
             return None
         logger.debug("replica %s failed; retrying the read elsewhere", target)
@@ -763,8 +809,7 @@ class SessionPolicy:
             return self._read_only_violation(seed, PRIMARY)
         if stmt.implicit_commit or kind in _LEAVES_REPLICA:
             self._txn = None  # the implicit commit ends the transaction before it began
-            detail = stmt.primary_reason or kind.name.lower()
-            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.WRITE, detail)
+            return self._step(seed, Action.EXECUTE, PRIMARY, Reason.WRITE, _primary_detail(stmt))
         return self._route_read(seed, fetched=False)
 
     def _route_in_transaction(self, seed: _SeedLike, server: str) -> Decision:
@@ -784,7 +829,7 @@ class SessionPolicy:
             if kind is _K.TRANSACTION_BEGIN:
                 reason, detail = Reason.IN_TRANSACTION, None
             else:
-                reason, detail = Reason.WRITE, stmt.primary_reason or kind.name.lower()
+                reason, detail = Reason.WRITE, _primary_detail(stmt)
             return self._step(
                 seed, Action.EXECUTE, PRIMARY, reason, detail, prelude=((server, END_TRANSACTION),)
             )

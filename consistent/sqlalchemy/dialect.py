@@ -39,7 +39,7 @@ from sqlalchemy.dialects.mysql.pymysql import MySQLDialect_pymysql
 
 import consistent.dbapi
 from consistent import errors
-from consistent.classify import PrimaryReason, StatementKind, classify
+from consistent.classify import DEFAULT_RULES, FunctionRules, PrimaryReason, StatementKind, classify
 from consistent.sqlalchemy import tracking
 from consistent.sqlalchemy._dbapi import raw_connection
 from consistent.sqlalchemy.url import consistency_options, normalize_connect_params, split_query
@@ -73,11 +73,12 @@ _K = StatementKind
 _NO_BEGIN_KINDS: Final = frozenset({_K.TRANSACTION_BEGIN, _K.COMMIT, _K.ROLLBACK, _K.SESSION_STATE})
 
 
-def opens_transaction(statement: str) -> bool:
+def opens_transaction(statement: str, rules: FunctionRules = DEFAULT_RULES) -> bool:
     """True when ``statement`` needs the primary transaction of a SQLAlchemy transaction to
     have begun: anything but a replica-safe read, transaction control, session state, an XA
-    statement or a statement that commits implicitly."""
-    stmt = classify(statement)
+    statement or a statement that commits implicitly.  ``rules`` are the connection's (which
+    function calls a replica may run)."""
+    stmt = classify(statement, rules)
     if stmt.replica_safe or stmt.follows_previous or stmt.implicit_commit:
         return False
     if stmt.kind in _NO_BEGIN_KINDS:
@@ -118,7 +119,7 @@ class ConsistentDialect(MySQLDialect_pymysql):
         # DB-API connections SQLAlchemy put in AUTOCOMMIT isolation.  Per connection, weakly:
         # SQLAlchemy resets the isolation level itself at checkin.
         self._autocommit: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._opens_by_text: OrderedDict[str, bool] = OrderedDict()
+        self._opens_by_text: OrderedDict[tuple[str, FunctionRules], bool] = OrderedDict()
 
     # ------------------------------------------------------------------ DB-API module and URL
 
@@ -214,12 +215,13 @@ class ConsistentDialect(MySQLDialect_pymysql):
 
     # ------------------------------------------------------------------ transactions
 
-    def _opens(self, statement: str) -> bool:
+    def _opens(self, statement: str, rules: FunctionRules) -> bool:
         cache = self._opens_by_text
-        answer = cache.get(statement)
+        key = (statement, rules)
+        answer = cache.get(key)
         if answer is None:
-            answer = opens_transaction(statement)
-            cache[statement] = answer
+            answer = opens_transaction(statement, rules)
+            cache[key] = answer
             if len(cache) > _CACHE_SIZE:
                 with contextlib.suppress(KeyError):  # another thread evicted it first
                     cache.popitem(last=False)
@@ -237,7 +239,7 @@ class ConsistentDialect(MySQLDialect_pymysql):
         policy = raw.policy
         if not policy.autocommit or policy.in_transaction:
             return
-        if self._opens(statement):
+        if self._opens(statement, raw.function_rules):
             raw.begin()
 
     def do_execute(

@@ -5,6 +5,7 @@ options, which may also come through ``create_engine(url, connect_args={...})``:
 
     mysql+consistent://app:pw@db1:3306/shop?replica=db2:3306&replica=db3:3306
         &level=read_own_writes&wait_timeout=0.5&on_timeout=primary
+        &read_only_functions=shop.price,fmt
 
 Every other query option is a PyMySQL option, converted exactly as ``mysql+pymysql`` converts
 it (the dialect hands the rest of the URL to SQLAlchemy's own ``mysql+pymysql`` translation).
@@ -30,8 +31,10 @@ _TEXT: Final = frozenset({"level", "on_timeout", "flavor"})
 _NUMBERS: Final = frozenset({"wait_timeout", "max_lag", "replica_connect_timeout"})
 _BOOLEANS: Final = frozenset({"autocommit"})
 _REPLICAS: Final = frozenset({"replica", "replicas"})
+# Comma-separated lists that may also be repeated.
+_LISTS: Final = frozenset({"read_only_functions"})
 #: Query options the dialect consumes itself; the rest are PyMySQL's.
-CONSISTENCY_OPTIONS: Final = _TEXT | _NUMBERS | _BOOLEANS | _REPLICAS
+CONSISTENCY_OPTIONS: Final = _TEXT | _NUMBERS | _BOOLEANS | _REPLICAS | _LISTS
 
 
 def split_query(
@@ -70,6 +73,8 @@ def consistency_options(ours: Mapping[str, str | tuple[str, ...]]) -> dict[str, 
             kwargs[key] = parse_number(f"URL option {key!r}", _single(key, value))
         elif key in _BOOLEANS:
             kwargs[key] = parse_boolean(f"URL option {key!r}", _single(key, value))
+        elif key in _LISTS:
+            kwargs[key] = ",".join(_values(value))
         else:
             kwargs[key] = _single(key, value)
     if replicas:

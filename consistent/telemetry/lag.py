@@ -22,6 +22,9 @@ received position (``Gtid_IO_Pos``) and the binary-log coordinates; ``@@gtid_sla
 was applied, and the primary's ``@@gtid_binlog_pos`` what exists.  Per domain, sequence numbers
 count transactions, so the differences say how many are not applied (or not received) yet.
 
+Both families: whether the replica accepts writes (``@@read_only``, and MySQL's
+``@@super_read_only``), from :meth:`consistent.flavors.Flavor.read_only_statement`.
+
 Timestamps are returned as integer microseconds since the epoch.  ``DATETIME(6)`` values are
 read as UTC (the sampler's connections set ``time_zone = '+00:00'``), the all-zero value means
 "none", numbers are taken as seconds since the epoch.
@@ -36,6 +39,7 @@ from decimal import Decimal
 from typing import Final
 
 from consistent.errors import MalformedGtidSet
+from consistent.flavors import WriteProtection
 from consistent.gtid import MariaPosition
 from consistent.trace import (
     LAG_APPLY_LAG_US,
@@ -52,6 +56,7 @@ from consistent.trace import (
     LAG_QUEUE_LAG_US,
     LAG_QUEUE_TIME_US,
     LAG_READ_MASTER_LOG_POS,
+    LAG_READ_ONLY,
     LAG_RELAY_MASTER_LOG_FILE,
     LAG_RELAY_WAIT_US,
     LAG_SECONDS_BEHIND_MASTER,
@@ -60,6 +65,7 @@ from consistent.trace import (
     LAG_SQL_DELAY,
     LAG_SQL_REMAINING_DELAY,
     LAG_SQL_RUNNING,
+    LAG_SUPER_READ_ONLY,
     LAG_TRANSACTIONS_BEHIND,
     LAG_TRANSACTIONS_QUEUED,
     AttributeValue,
@@ -75,6 +81,7 @@ __all__ = [
     "micros",
     "mysql_lag",
     "transactions_between",
+    "write_protection_attributes",
 ]
 
 #: A result row keyed by column name.
@@ -362,3 +369,11 @@ def mariadb_lag(
             attributes[LAG_TRANSACTIONS_QUEUED] = transactions_between(received, applied)
         result[channel] = attributes
     return result
+
+
+def write_protection_attributes(protection: WriteProtection) -> dict[str, AttributeValue]:
+    """Lag-sample attributes of whether the replica accepts writes."""
+    attributes: dict[str, AttributeValue] = {LAG_READ_ONLY: protection.read_only}
+    if protection.super_read_only is not None:
+        attributes[LAG_SUPER_READ_ONLY] = protection.super_read_only
+    return attributes

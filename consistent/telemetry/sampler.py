@@ -2,8 +2,9 @@
 
 One :class:`LagSampler` knows the replicas (and, for MariaDB, the primary), opens one
 connection to each through an injected ``connect`` function (so tests hand it fakes), and each
-round reads what :mod:`consistent.telemetry.lag` turns into attributes: one
-:data:`~consistent.trace.LAG_SAMPLE_SPAN` record per replica and channel, whose start and end
+round reads what :mod:`consistent.telemetry.lag` turns into attributes (whether the replica
+accepts writes included): one :data:`~consistent.trace.LAG_SAMPLE_SPAN` record per replica and
+channel, whose start and end
 are the moments the replica was asked and answered.  A replica that cannot be reached yields a
 record with ``consistent.lag.reachable = false`` and the error's type, and is reconnected on the
 next round.
@@ -24,7 +25,14 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 from consistent.errors import InterfaceError
-from consistent.telemetry.lag import MYSQL_TABLES, Row, mariadb_lag, mysql_lag
+from consistent.flavors import flavor_by_name
+from consistent.telemetry.lag import (
+    MYSQL_TABLES,
+    Row,
+    mariadb_lag,
+    mysql_lag,
+    write_protection_attributes,
+)
 from consistent.telemetry.records import SpanRecord, StatusCode, new_span_id, new_trace_id
 from consistent.trace import (
     DB_SYSTEM_NAME,
@@ -194,6 +202,19 @@ class LagSampler:
             raise failure
         return mariadb_lag(status, _scalar(connection, _MARIADB_SLAVE_POS), primary_pos)
 
+    def _write_protection(self, endpoint: Endpoint) -> dict[str, AttributeValue]:
+        """Whether the replica accepts writes; nothing when it will not say (a failure here
+        does not make the replica unreachable)."""
+        flavor = flavor_by_name(self.flavor)
+        try:
+            rows = _rows(self._connection(endpoint), flavor.read_only_statement())
+            if not rows:
+                return {}
+            return write_protection_attributes(flavor.parse_read_only(list(rows[0].values())))
+        except Exception as exc:
+            logger.info("lag sampler: %s read-only state unknown: %s", endpoint.name, exc)
+            return {}
+
     def _primary_position(self) -> str | None:
         primary = self.primary
         if self.flavor != "mariadb" or primary is None:
@@ -253,8 +274,10 @@ class LagSampler:
                     continue
                 if not channels:  # reachable, but not replicating
                     channels = {"": {LAG_CHANNEL: ""}}
+                protection = self._write_protection(endpoint)
                 records.extend(
-                    self._record(endpoint, start, attributes) for attributes in channels.values()
+                    self._record(endpoint, start, {**attributes, **protection})
+                    for attributes in channels.values()
                 )
             self.rounds += 1
         for record in records:

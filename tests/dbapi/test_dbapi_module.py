@@ -145,12 +145,22 @@ def test_replicas_may_be_comma_separated_in_a_url() -> None:
     assert [r.name for r in config.replicas] == ["h2:1", "h3:2"]
 
 
+def test_read_only_functions_from_a_url_or_a_keyword() -> None:
+    url = "mysql://h1/db?read_only_functions=price,shop.fmt&read_only_functions=%60a%20b%60"
+    config = build_config(**parse_url(url))
+    assert config.read_only_functions == {"PRICE", "SHOP.FMT", "A B"}
+    keyword = build_config(primary="h1", read_only_functions=["Price"])
+    assert keyword.read_only_functions == {"PRICE"}
+    assert build_config(primary="h1").read_only_functions == frozenset()
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [
         ("postgres://u:secret@h/db", "unsupported URL scheme"),
         ("mysql://h/db?wait_timeout=soon", "wait_timeout must be a number"),
         ("mysql://h/db?autocommit=maybe", "autocommit must be a boolean"),
+        ("mysql://u:secret@h/db?read_only_functions=a.b.c", "NAME or SCHEMA.NAME"),
     ],
 )
 def test_bad_urls_are_interface_errors(url: str, message: str) -> None:

@@ -37,6 +37,13 @@ def test_defaults_and_addresses() -> None:
     assert not Address("10.0.0.1", 1).is_loopback
 
 
+def test_read_only_functions() -> None:
+    assert parse(minimal()).read_only_functions == frozenset()
+    config = parse(minimal(read_only_functions=["shop.price", "`odd name`", "Fmt"]))
+    assert config.read_only_functions == {"SHOP.PRICE", "ODD NAME", "FMT"}
+    assert parse(minimal(read_only_functions="a, b.c")).read_only_functions == {"A", "B.C"}
+
+
 def test_secrets_stay_out_of_reprs() -> None:
     config = parse(minimal(admin={"listen": "127.0.0.1:9000", "token": "admin-token-123"}))
     text = repr(config)
@@ -68,6 +75,9 @@ def test_secrets_stay_out_of_reprs() -> None:
             "both the primary and a replica",
         ),
         ({"backends": {"primary": "h:99999"}, "users": {"a": {"password": "p"}}}, "port"),
+        (minimal(read_only_functions=["a.b.c"]), "NAME or SCHEMA.NAME"),
+        (minimal(read_only_functions=[1]), "list of function names"),
+        (minimal(read_only_functions={"f": 1}), "list of function names"),
     ],
 )
 def test_invalid_configurations_are_refused(data: dict[str, Any], message: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pymysql
 import pytest
 
 from consistent.emulator import start_topology
@@ -90,3 +91,27 @@ def test_the_mariadb_client_through_the_proxy_to_the_emulator(proxy: ProxyThread
     count, token = result.stdout.splitlines()
     assert count == "2"
     assert token.startswith("mysql:")
+
+
+def test_replica_hints_on_what_may_write_go_to_the_primary(
+    proxy: ProxyThread, emulated: TopologyThread
+) -> None:
+    """Hints never override safety (the emulator's replicas are writable: a write that reached
+    one would land there, not on the primary)."""
+    conn = connect(proxy)
+    hint = "/* consistent: replica */ "
+    primary = emulated.primary.port
+    try:
+        rows(conn, "CREATE DATABASE IF NOT EXISTS hints")
+        rows(conn, f"{hint}CREATE TABLE IF NOT EXISTS hints.kv (k INT PRIMARY KEY, v INT)")
+        rows(conn, f"{hint}REPLACE INTO hints.kv VALUES (1, 10)")
+        assert rows(conn, f"{hint}SELECT v, @@port FROM hints.kv FOR UPDATE") == [(10, primary)]
+        assert rows(conn, f"{hint}SELECT v, @@port FROM hints.kv LOCK IN SHARE MODE") == [
+            (10, primary)
+        ]
+        with pytest.raises(pymysql.MySQLError):  # no stored functions here: routing only
+            rows(conn, f"{hint}SELECT no_such_function(1), @@port")
+        [(value, port)] = rows(conn, f"{hint}SELECT v, @@port FROM hints.kv")
+        assert (value, port != primary) == (10, True)
+    finally:
+        conn.close()

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 import consistent.dbapi
+from consistent.classify import FunctionRules, read_only_function_names
 from consistent.policy import PRIMARY
 from consistent.sqlalchemy.dialect import opens_transaction
 
@@ -40,10 +41,20 @@ accounts = sa.Table(
         ("SELECT GET_LOCK('a', 1)", True),
         ("SAVEPOINT sa_savepoint_1", True),
         ("CREATE TEMPORARY TABLE tt (a INT)", True),
+        ("SELECT audit_row(1)", True),  # a function that may write
+        ("SELECT COUNT(*), NOW() FROM t", False),
     ],
 )
 def test_which_statements_open_the_primary_transaction(sql: str, opens: bool) -> None:
     assert opens_transaction(sql) is opens
+
+
+def test_a_function_declared_read_only_opens_no_transaction() -> None:
+    rules = FunctionRules("mariadb", read_only_function_names("price"))
+    assert opens_transaction("SELECT price(1)", rules) is False
+    assert opens_transaction("SELECT price(1), audit_row(2)", rules) is True
+    assert opens_transaction("SELECT NVL(a, 1) FROM t", rules) is False
+    assert opens_transaction("SELECT NVL(a, 1) FROM t", FunctionRules("mysql")) is True
 
 
 class Counting:
@@ -202,3 +213,40 @@ def test_autocommit_off_keeps_everything_on_the_primary(backend: Backend) -> Non
         conn.execute(accounts.update().where(accounts.c.id == 1).values(balance=3))
         conn.rollback()
     assert backend.primary_query("SELECT balance FROM accounts WHERE id = 1") == [(100,)]
+
+
+@pytest.fixture
+def functions(backend: Backend, request: pytest.FixtureRequest) -> None:
+    """``log_k(k)`` inserts ``k`` into ``audit``; ``twice(x)`` reads nothing (MariaDB only:
+    the emulator has no stored functions).  Created by root (1419 otherwise, with the binary
+    log on), run with the caller's rights."""
+    if backend.name != "mariadb":
+        pytest.skip("the emulator has no stored functions")
+    backend.primary_query("CREATE TABLE audit (k INT PRIMARY KEY)")
+    primary = request.getfixturevalue("mariadb_topology").primary
+    schema = backend.database
+    primary.query(
+        f"CREATE FUNCTION `{schema}`.log_k(k INT) RETURNS INT DETERMINISTIC MODIFIES SQL DATA "
+        "SQL SECURITY INVOKER BEGIN INSERT INTO audit VALUES (k); RETURN k; END"
+    )
+    primary.query(
+        f"CREATE FUNCTION `{schema}`.twice(x INT) RETURNS INT DETERMINISTIC NO SQL "
+        "SQL SECURITY INVOKER RETURN 2 * x"
+    )
+    backend.catch_up()
+
+
+def test_functions_route_by_the_url_s_read_only_functions(
+    backend: Backend, functions: None
+) -> None:
+    engine = backend.engine(backend.url(read_only_functions="twice"), pool_size=1, max_overflow=0)
+    with orm.Session(engine) as session:
+        value, port = session.execute(sa.text("SELECT twice(21), @@port")).one()
+        assert (value, port in backend.replica_ports) == (42, True)
+        conn = session.connection()
+        assert not raw_of(conn).policy.in_transaction  # no BEGIN for a declared function
+        assert session.execute(sa.text("SELECT log_k(5)")).scalar_one() == 5
+        assert target(conn) == PRIMARY
+        assert raw_of(conn).policy.in_transaction  # a function that may write opened it
+        session.commit()
+    assert backend.primary_query("SELECT k FROM audit") == [(5,)]

@@ -46,6 +46,16 @@ def test_the_url_names_primary_replicas_and_consistency_options() -> None:
     assert params["client_flag"] & CLIENT.FOUND_ROWS
 
 
+def test_read_only_functions_may_be_listed_or_repeated() -> None:
+    params = connect_params(
+        "mysql+consistent://app:pw@db1/shop?read_only_functions=price,shop.fmt"
+        "&read_only_functions=`odd name`"
+    )
+    assert params["read_only_functions"] == "price,shop.fmt,`odd name`"
+    config = build_config(**normalize_connect_params(params))
+    assert config.read_only_functions == {"PRICE", "SHOP.FMT", "ODD NAME"}
+
+
 def test_the_translated_keywords_build_the_configuration_the_url_says() -> None:
     params = connect_params(
         "mysql+consistent://app:pw@db1:3307/shop?replicas=db2:3306,db3:3308"

@@ -333,6 +333,38 @@ def test_a_server_that_does_not_replicate_gives_a_bare_record() -> None:
     assert trace.LAG_APPLY_LAG_US not in record.attributes
 
 
+def test_whether_a_replica_accepts_writes_is_sampled() -> None:
+    writable = FakeServer(
+        {
+            "performance_schema": [],
+            "read_only": [{"@@GLOBAL.read_only": 0, "@@GLOBAL.super_read_only": 0}],
+        }
+    )
+    locked = FakeServer(
+        {
+            "performance_schema": [],
+            "read_only": [{"@@GLOBAL.read_only": 1, "@@GLOBAL.super_read_only": 1}],
+        }
+    )
+    silent = FakeServer({"performance_schema": []})  # answers no read-only query
+    silent_ep = Endpoint("10.0.0.4", 3306)
+    servers = {EP_B: writable, EP_C: locked, silent_ep: silent}
+    records: list[SpanRecord] = []
+    LagSampler(
+        flavor="mysql",
+        replicas=[EP_B, EP_C, silent_ep],
+        connect=lambda e: servers[e],  # type: ignore[return-value]
+        emit=records.append,
+    ).sample()
+    b, c, a = (record.attributes for record in records)
+    assert (b[trace.LAG_READ_ONLY], b[trace.LAG_SUPER_READ_ONLY]) == (False, False)
+    assert (c[trace.LAG_READ_ONLY], c[trace.LAG_SUPER_READ_ONLY]) == (True, True)
+    assert a[trace.LAG_REACHABLE] is True  # a server that will not say is still reachable
+    assert trace.LAG_READ_ONLY not in a
+    for record in records:
+        assert trace.check_attributes(record.name, record.attributes) == ()
+
+
 # --- MariaDB -------------------------------------------------------------------------------
 
 
@@ -378,6 +410,7 @@ def test_mariadb_status_positions_and_transactions_behind() -> None:
         {
             "SHOW ALL SLAVES STATUS": [slave_status()],
             "gtid_slave_pos": [{"@@GLOBAL.gtid_slave_pos": "0-1-100,1-5-30"}],
+            "read_only": [{"@@GLOBAL.read_only": 1}],
         }
     )
     primary = FakeServer({"gtid_binlog_pos": [{"@@GLOBAL.gtid_binlog_pos": "0-1-120,1-5-30"}]})
@@ -396,6 +429,9 @@ def test_mariadb_status_positions_and_transactions_behind() -> None:
     assert (a[trace.LAG_READ_MASTER_LOG_POS], a[trace.LAG_EXEC_MASTER_LOG_POS]) == (9000, 7000)
     assert a[trace.LAG_MASTER_LOG_FILE] == "binlog.000001"
     assert (a[trace.LAG_SOURCE_SERVER_ID], a[trace.LAG_SQL_DELAY]) == (1, 0)
+    assert a[trace.LAG_READ_ONLY] is True
+    assert trace.LAG_SUPER_READ_ONLY not in a  # MariaDB has none
+    assert "SELECT @@GLOBAL.read_only" in replica.statements
     assert trace.check_attributes(record.name, a) == ()
 
 

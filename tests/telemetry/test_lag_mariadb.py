@@ -68,6 +68,23 @@ def test_caught_up_replicas_are_zero_behind(mariadb_topology: MariaDBTopology) -
         assert a[trace.LAG_TRANSACTIONS_BEHIND] == 0
         assert a[trace.LAG_SECONDS_BEHIND_MASTER] == 0
         assert a[trace.DB_SYSTEM_NAME] == "mariadb"
+        assert a[trace.LAG_READ_ONLY] is True  # the test topology's replicas are read-only
+        assert trace.LAG_SUPER_READ_ONLY not in a
+
+
+def test_a_writable_replica_shows_in_the_samples(mariadb_topology: MariaDBTopology) -> None:
+    writable = mariadb_topology.replicas[1]
+    writable.query("SET GLOBAL read_only = 0")
+    records: list[SpanRecord] = []
+    lag = sampler(mariadb_topology, records)
+    try:
+        lag.sample()
+    finally:
+        lag.close()
+        writable.query("SET GLOBAL read_only = 1")
+    samples = by_replica(records)
+    assert samples[endpoint(writable).name][trace.LAG_READ_ONLY] is False
+    assert samples[endpoint(mariadb_topology.replicas[0]).name][trace.LAG_READ_ONLY] is True
 
 
 def _wait_received(topology: MariaDBTopology, index: int, position: str) -> None:

@@ -39,6 +39,8 @@ _SESSION_FUNCTIONS = {
     "SETVAL",
 }
 _SESSION_SYSTEM_VARIABLES = {"last_insert_id", "identity", "insert_id"}
+# Functions the grammar calls that no server has built in: stored functions, which may write.
+_USER_FUNCTIONS = {"AUDIT_ROW", "AUDIT"}
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ def _query_expectation(tree: exp.Expr) -> Expected:
         elif isinstance(node, exp.Func) and _function_name(node) in _SESSION_FUNCTIONS:
             primary = True
             pins = pins or _function_name(node) == "GET_LOCK"
+        elif isinstance(node, exp.Anonymous) and _function_name(node) in _USER_FUNCTIONS:
+            primary = True  # a stored function may write
     return Expected("READ", primary, pins)
 
 
@@ -126,6 +130,8 @@ def test_oracle_sees_what_it_should() -> None:
     assert oracle("SELECT a FROM t") == Expected("READ", False, False)
     assert oracle("SELECT a FROM t FOR UPDATE") == Expected("READ", True, False)
     assert oracle("SELECT GET_LOCK('a', 1)") == Expected("READ", True, True)
+    assert oracle("SELECT audit_row(1)") == Expected("READ", True, False)
+    assert oracle("SELECT shop . audit('x') FROM t") == Expected("READ", True, False)
     assert oracle("UPDATE t SET a = 1") == Expected("WRITE", True, False)
     assert oracle("SELECT a FROM t WHERE") is None
 
@@ -197,11 +203,18 @@ _session_calls = st.sampled_from(
     ]
 )
 _user_vars = st.sampled_from(["@v", "@total", "@`odd name`"])
+_user_calls = st.sampled_from(
+    [
+        ["audit_row", "(", "1", ")"],
+        ["audit_row", "(", ")"],
+        ["shop", ".", "audit", "(", "'x'", ")"],
+    ]
+)
 
 
 @st.composite
 def _expressions(draw: st.DrawFn) -> list[str]:
-    choice = draw(st.integers(min_value=0, max_value=19))
+    choice = draw(st.integers(min_value=0, max_value=20))
     if choice <= 5:
         return [draw(_columns)]
     if choice <= 10:
@@ -214,6 +227,8 @@ def _expressions(draw: st.DrawFn) -> list[str]:
         return list(draw(_session_calls))
     if choice == 18:
         return [draw(_user_vars)]
+    if choice == 19:
+        return list(draw(_user_calls))
     return [draw(_user_vars), ":=", draw(_literals)]
 
 
@@ -364,6 +379,8 @@ def test_agrees_with_sqlglot(sql: str) -> None:
         "SELECT GET_LOCK /* c */ ('a', 1)",
         "WITH c AS (SELECT 1) DELETE FROM t WHERE id IN (SELECT * FROM c)",
         "INSERT INTO t SELECT @a := 1",
+        "SELECT a FROM t WHERE b IN (SELECT shop.audit(c) FROM u)",
+        "SELECT a, (SELECT 1) FROM t WHERE b = (2)",
         'SELECT \'it\\\'s\', "x""y" FROM t -- FOR UPDATE\n',
     ],
 )

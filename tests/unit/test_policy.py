@@ -175,6 +175,9 @@ def test_a_write_goes_to_the_primary() -> None:
         ("SELECT * FROM t INTO OUTFILE '/tmp/x'", "select_into"),
         ("CALL p()", "call"),
         ("INSERT INTO t VALUES (1); SELECT 1", "write"),
+        ("SELECT audit_row(k) FROM t", "function_call:AUDIT_ROW"),
+        ("SELECT shop.audit(1), f(2)", "function_call:SHOP.AUDIT,F"),
+        ("SELECT MASTER_GTID_WAIT('0-1-1', 1)", "server_state"),
     ],
 )
 def test_statements_that_must_see_the_primary_go_there(sql: str, detail: str) -> None:
@@ -833,6 +836,66 @@ def test_a_replica_hint_overrides_pins_and_still_waits() -> None:
     trace = drive(policy, "/* consistent: replica */ SELECT @x")
     assert [w.wait_set for w in trace.waits] == [gs(f"{A}:1")]
     assert (trace.final.target, trace.final.reason_text) == (R1, "waited(hint)")
+
+
+@pytest.mark.parametrize(
+    ("sql", "detail"),
+    [
+        ("INSERT INTO t VALUES (1)", "write"),
+        ("UPDATE t SET a = 1", "write"),
+        ("CALL p()", "call"),
+        ("CREATE TABLE t2 (a INT)", "ddl"),
+        ("DROP TABLE t2", "ddl"),
+        ("SELECT * FROM t FOR UPDATE", "for_update"),
+        ("SELECT * FROM t FOR SHARE", "for_share"),
+        ("SELECT * FROM t LOCK IN SHARE MODE", "lock_in_share_mode"),
+        ("SELECT GET_LOCK('k', 1)", "get_lock"),
+        ("SELECT audit_row(1)", "function_call:AUDIT_ROW"),
+        ("SELECT NEXTVAL(s)", "sequence"),
+        ("SELECT @x := 1", "user_variable_assignment"),
+        ("SELECT * FROM t INTO OUTFILE '/tmp/x'", "select_into"),
+        ("DO audit_row(1)", "do"),
+        ("LOCK TABLES t READ", "lock_tables"),
+        ("SELECT 1; INSERT INTO t VALUES (1)", "write"),
+        ("SELECT 1; SELECT audit_row(1)", "function_call:AUDIT_ROW"),
+    ],
+)
+def test_a_replica_hint_never_sends_what_may_write_to_a_replica(sql: str, detail: str) -> None:
+    policy, _, _ = make()
+    d = drive(policy, f"/* consistent: replica */ {sql}").final
+    assert (d.action, d.target, d.reason, d.detail) == (
+        Action.EXECUTE,
+        PRIMARY,
+        Reason.HINT_REFUSED,
+        detail,
+    )
+    assert d.reason_text == f"hint_refused({detail})"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",
+        "SELECT LAST_INSERT_ID()",
+        "SELECT FOUND_ROWS()",
+        "SELECT CONNECTION_ID()",
+        "SELECT @x",
+        "SHOW PROCESSLIST",
+        "SELECT MASTER_POS_WAIT('log.000001', 4)",
+    ],
+)
+def test_a_replica_hint_may_override_what_only_ties_a_read_to_the_primary(sql: str) -> None:
+    policy, _, _ = make()
+    d = drive(policy, f"/* consistent: replica */ {sql}").final
+    assert d.target in (R1, R2)
+    assert d.detail == "hint"
+
+
+def test_a_refused_replica_hint_is_not_retried_on_a_replica() -> None:
+    policy, _, _ = make()
+    d = drive(policy, "/* consistent: replica */ SELECT audit_row(1)", succeed=False).final
+    assert d.reason is Reason.HINT_REFUSED
+    assert policy.on_error(d, connection_lost=True) is None
 
 
 def test_a_level_hint_governs_one_statement() -> None:
