@@ -165,8 +165,8 @@ class Connection:
                 exc, prefix=f"cannot connect to the primary {config.primary.name}: "
             ) from exc
         flavor = config.flavor or detect_flavor(raw.server_version)
-        self._flavor: FlavorSQL = flavor_sql(flavor)
-        self._pending = PendingGtids(flavor)
+        self._flavor: FlavorSQL = flavor_sql(flavor, raw.server_version)
+        self._pending = PendingGtids(flavor, tags=self._flavor.gtid_tags)
         self._policy_or_none = SessionPolicy(
             replicas=[spec.name for spec in config.replicas],
             knowledge=knowledge if knowledge is not None else process_knowledge(),
@@ -465,7 +465,7 @@ class Connection:
     def _parse_gtids(self, text: str) -> GtidState | None:
         """``text`` parsed; ``None`` when it does not parse (the policy's drain reports it)."""
         try:
-            return parse_tracked(text, self._flavor.name)
+            return parse_tracked(text, self._flavor.name, tags=self._flavor.gtid_tags)
         except errors.MalformedGtidSet:
             return None
 

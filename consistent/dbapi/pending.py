@@ -23,9 +23,10 @@ __all__ = ["PendingGtids", "parse_tracked"]
 MYSQL_BATCH: Final = 256
 
 
-def parse_tracked(text: str, flavor: FlavorName) -> GtidState:
+def parse_tracked(text: str, flavor: FlavorName, *, tags: bool = True) -> GtidState:
     """A GTID text from an OK packet, parsed in ``flavor``'s syntax (raises
-    :class:`~consistent.errors.MalformedGtidSet`).
+    :class:`~consistent.errors.MalformedGtidSet`); ``tags=False`` for a MySQL server before
+    8.3, which has no tagged GTIDs.
 
     MariaDB's ``last_gtid`` is one plain ``domain-server-seq``: for that shape, splitting and
     three ``int()`` take half the time of the general parser, which follows MariaDB's
@@ -39,16 +40,17 @@ def parse_tracked(text: str, flavor: FlavorName) -> GtidState:
                 return MariaPosition((MariaGtid(int(parts[0]), int(parts[1]), int(parts[2])),))
             except MalformedGtid:
                 pass  # out of range: the general parser rejects it with the right error
-    return parse_state(text, flavor)
+    return parse_state(text, flavor, tags=tags)
 
 
 class PendingGtids:
     """Unparsed GTID texts per target (``"primary"`` or a replica name)."""
 
-    __slots__ = ("_count", "_flavor", "_texts")
+    __slots__ = ("_count", "_flavor", "_tags", "_texts")
 
-    def __init__(self, flavor: FlavorName) -> None:
+    def __init__(self, flavor: FlavorName, *, tags: bool = True) -> None:
         self._flavor: FlavorName = flavor
+        self._tags = tags
         self._texts: dict[str, dict[str, str]] = {}
         self._count = 0
 
@@ -73,7 +75,7 @@ class PendingGtids:
         pending, self._texts, self._count = self._texts, {}, 0
         for target, texts in pending.items():
             try:
-                yield target, parse_tracked(",".join(texts.values()), self._flavor)
+                yield target, parse_tracked(",".join(texts.values()), self._flavor, tags=self._tags)
             except MalformedGtidSet as exc:
                 raise RemoteProtocolError(
                     f"the server reported GTIDs that do not parse: {exc.msg}"

@@ -67,7 +67,7 @@ async def wait_for_executed_gtid_set(session: Session, args: list[object]) -> in
     if state.mode is GtidMode.OFF:
         raise sql_error(ER.GTID_MODE_OFF, "use " + _WAIT)
     spec = text.decode() if isinstance(text, bytes) else str(text)
-    required = parse_gtid_set(spec)
+    required = parse_gtid_set(spec, tags=session.server.config.gtid_tags)
     owned_error = state.check_not_owned(required, session.connection_id)
     if owned_error is not None:
         raise owned_error

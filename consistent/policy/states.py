@@ -56,10 +56,11 @@ def empty_state(flavor: FlavorName) -> GtidState:
     return GtidSet() if flavor == "mysql" else MariaPosition()
 
 
-def parse_state(text: str, flavor: FlavorName) -> GtidState:
-    """Parse server text (``gtid_executed``, ``gtid_binlog_pos``…) in ``flavor``'s syntax."""
+def parse_state(text: str, flavor: FlavorName, *, tags: bool = True) -> GtidState:
+    """Parse server text (``gtid_executed``, ``gtid_binlog_pos``…) in ``flavor``'s syntax
+    (``tags=False``: a MySQL server before 8.3, whose GTIDs have no tags)."""
     if flavor == "mysql":
-        return GtidSet.parse(text)
+        return GtidSet.parse(text, tags=tags)
     return MariaPosition.parse(text.strip())
 
 

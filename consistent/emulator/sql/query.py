@@ -58,6 +58,7 @@ __all__ = [
     "base_tables",
     "build_template",
     "describe_select",
+    "evaluate_deferred",
     "evaluate_expressions",
     "run_select",
     "run_select_text",
@@ -73,9 +74,10 @@ _PLAIN_INT: Final = re.compile(r"0|[1-9][0-9]{0,17}")
 # ----- helpers -------------------------------------------------------------------------------
 
 
-async def _evaluate_deferred(session: Session, tree: exp.Expression) -> bool:
-    """Replace WAIT_FOR_EXECUTED_GTID_SET(…) / SLEEP(…) calls by their awaited results;
-    True when there was any."""
+async def evaluate_deferred(session: Session, tree: exp.Expression) -> bool:
+    """Replace WAIT_FOR_EXECUTED_GTID_SET(…) / SLEEP(…) calls by their awaited results, wherever
+    an expression stands (select list, WHERE, VALUES, SET…); True when there was any.  The
+    statement is not planned then: the next one must wait again."""
     calls = [
         node
         for node in tree.find_all(exp.Anonymous)
@@ -99,7 +101,7 @@ async def evaluate_expressions(session: Session, nodes: list[exp.Expression]) ->
     if plain is not None:
         return plain
     select = exp.Select(expressions=nodes)
-    await _evaluate_deferred(session, select)
+    await evaluate_deferred(session, select)
     translation = translate(session, select)
     row = session.execute_sql(translation.sql(copy=False)).fetchone()
     return list(row) if row is not None else [None] * len(nodes)
@@ -228,7 +230,7 @@ async def run_select(session: Session, statement: Statement) -> StmtResult:
     if tree.args.get("into") is not None:
         raise not_supported("SELECT … INTO")
     names = projection_names(statement)
-    deferred = await _evaluate_deferred(session, tree)
+    deferred = await evaluate_deferred(session, tree)
     original = tree.copy()
     recorder = Recorder(session)
     translation = translate(recorder, tree)
