@@ -391,3 +391,22 @@ def test_wait_in_a_replicated_insert_is_null_on_the_replica() -> None:
                 await session.close()
 
     run_virtual(scenario)
+
+
+def test_temporary_tables_stay_with_the_session_across_xa_prepare(emu: EmulatorThread) -> None:
+    conn = connect(emu)
+    run(conn, "CREATE DATABASE d")
+    run(conn, "USE d")
+    run(conn, "CREATE TABLE t (a INT)")
+    run(conn, "CREATE TEMPORARY TABLE tmp (a INT)")
+    run(conn, "INSERT INTO tmp VALUES (1), (2)")
+    run(conn, "XA START 'k'")
+    run(conn, "INSERT INTO t VALUES (3)")
+    run(conn, "XA END 'k'")
+    run(conn, "XA PREPARE 'k'")
+    assert run(conn, "SELECT a FROM tmp ORDER BY a") == ((1,), (2,))
+    run(conn, "INSERT INTO tmp VALUES (4)")  # the session writes again after the detach
+    run(conn, "XA COMMIT 'k'")
+    assert run(conn, "SELECT COUNT(*) FROM tmp") == ((3,),)
+    assert run(conn, "SELECT a FROM t") == ((3,),)
+    conn.close()
