@@ -684,7 +684,7 @@ class Session:
         self.running = statement.text
         self.command = "Query"
         handler, kind = dispatch.handler_for(statement, self.server.statement_handlers)
-        handler = dispatch.maybe_skip(self, handler, kind)
+        handler = dispatch.maybe_skip(self, handler, kind, statement)
         if kind is not dispatch.Kind.DIAGNOSTIC:
             self.warnings = []
         try:

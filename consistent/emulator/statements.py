@@ -124,6 +124,19 @@ async def _skipped(session: Session, statement: Statement) -> StmtResult:
     return StmtResult()
 
 
+async def _skipped_xa(session: Session, statement: Statement) -> StmtResult:
+    """An XA transaction whose GTID was executed: XA START opens the skipped transaction (so
+    the statements in it are skipped as in BEGIN … COMMIT), XA PREPARE / COMMIT / ROLLBACK
+    end it; nothing is run or logged."""
+    verb = statement.words(2)[1:]
+    if verb in (("START",), ("BEGIN",)):
+        if not session.in_txn:
+            session.begin_explicit(read_only=None, snapshot=False)
+    elif verb in (("PREPARE",), ("COMMIT",), ("ROLLBACK",)):
+        session.rollback_transaction()
+    return StmtResult()
+
+
 # ----- transaction control -------------------------------------------------------------------
 
 
@@ -465,8 +478,10 @@ def handler_for(
     return entry
 
 
-def maybe_skip(session: Session, handler: Handler, kind: Kind) -> Handler:
+def maybe_skip(session: Session, handler: Handler, kind: Kind, statement: Statement) -> Handler:
     """A transaction whose assigned GTID is already executed is skipped silently."""
     if session.skip_transaction and kind in _SKIPPABLE:
+        if kind is Kind.XA:
+            return handler if statement.words(2)[1:] == ("RECOVER",) else _skipped_xa
         return _skipped
     return handler

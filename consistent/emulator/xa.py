@@ -261,13 +261,13 @@ def _own_idle_or_fail(session: Session, xid: Xid) -> bool:
 
 
 def _detached(session: Session, xid: Xid) -> PreparedXa:
-    if session.xa_state is not XaState.NOTR:
+    """``find_trn_for_recover_and_check_its_state``: 1399 unless the session is outside any
+    transaction, then 1397 for an XID that is not prepared."""
+    if session.xa_state is not XaState.NOTR or session.in_txn:
         raise rmfail(session)
     prepared = session.server.xa.prepared.get(xid)
     if prepared is None:
         raise sql_error(ER.XAER_NOTA)
-    if session.in_txn:
-        raise rmfail(session)
     return prepared
 
 

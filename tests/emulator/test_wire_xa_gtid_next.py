@@ -200,6 +200,20 @@ def test_xa_one_phase_one_gtid_and_rollbacks(emu: EmulatorThread) -> None:
     conn.close()
 
 
+def test_an_xa_transaction_whose_gtid_was_executed_is_skipped(emu: EmulatorThread) -> None:
+    conn = connect(emu)
+    run(conn, "CREATE DATABASE d")  # U:1
+    run(conn, "CREATE TABLE d.t (a INT)")  # U:2
+    run(conn, f"SET GTID_NEXT = '{U}:2'")
+    for sql in ("XA START 's'", "INSERT INTO d.t VALUES (1)", "XA END 's'", "XA PREPARE 's'"):
+        run(conn, sql)
+    run(conn, "SET GTID_NEXT = 'AUTOMATIC'")  # the skipped transaction ended at XA PREPARE
+    assert run(conn, "XA RECOVER") == ()
+    assert run(conn, "SELECT COUNT(*) FROM d.t") == ((0,),)
+    assert executed(conn) == f"{U}:1-2"
+    conn.close()
+
+
 def test_xa_state_errors(emu: EmulatorThread) -> None:
     conn = connect(emu)
     run(conn, "CREATE DATABASE d")
@@ -215,7 +229,11 @@ def test_xa_state_errors(emu: EmulatorThread) -> None:
         1400,
         "XAER_OUTSIDE: Some work is done outside global transaction",
     )
+    # A second phase needs the session outside any transaction (1399 before 1397).
+    assert error(conn, "XA COMMIT 'nope'") == (1399, RMFAIL % "NON-EXISTING")
     run(conn, "ROLLBACK")
+    assert error(conn, "XA COMMIT 'nope'") == (1397, "XAER_NOTA: Unknown XID")
+    assert error(conn, "XA ROLLBACK 'nope'") == (1397, "XAER_NOTA: Unknown XID")
     run(conn, "XA START 'x'")
     for sql in ("COMMIT", "ROLLBACK", "BEGIN", "CREATE TABLE d.u (a INT)", "XA START 'y'"):
         assert error(conn, sql) == (1399, RMFAIL % "ACTIVE"), sql
