@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from consistent.emulator import gtid_table, prepared, sysvars
+from consistent.emulator import gtid_table, gtid_waits, prepared, sysvars
 from consistent.emulator import statements as dispatch
 from consistent.emulator.binlog import (
     UNDEFINED_COMMIT_TIMESTAMP,
@@ -120,6 +120,9 @@ class Session:
             self.statement_time, self.time_zone, gtid_tags=server.config.gtid_tags
         )
         functions.register_functions(self.store.conn, self.functions)
+        self.functions.wait_check = lambda args: gtid_waits.check_now(self, args)
+        self.timed_out_waits: set[tuple[str, float | None]] = set()
+        """Per-row ``WAIT_FOR_EXECUTED_GTID_SET`` waits that timed out in this statement."""
         self.trackers = SessionTrackers(self._tracked_value, lambda: self.database)
         self._init_trackers()
         self.gtid_next: GtidNext = GtidNext()
@@ -689,7 +692,7 @@ class Session:
             self.warnings = []
         try:
             dispatch.pre_statement_checks(self, kind, statement)
-            res = await handler(self, statement)
+            res = await self._run_handler(handler, statement)
             if self.stmt_active:
                 await self.commit_transaction()
         except SqlError as exc:
@@ -711,6 +714,28 @@ class Session:
                 system=self.system,
             )
         return res
+
+    async def _run_handler(self, handler: dispatch.Handler, statement: Statement) -> StmtResult:
+        """Run the handler; when a per-row ``WAIT_FOR_EXECUTED_GTID_SET`` must wait, wait and
+        run the statement again (SQLite undid the interrupted statement)."""
+        self.timed_out_waits.clear()
+        while True:
+            try:
+                return await handler(self, statement)
+            except gtid_waits.WaitNeeded as need:
+                await self._row_wait(need)
+            except sqlite3.Error as exc:
+                error = map_sqlite_error(exc, self.functions)
+                if not isinstance(error, gtid_waits.WaitNeeded):
+                    raise error from exc
+                await self._row_wait(error)
+
+    async def _row_wait(self, need: gtid_waits.WaitNeeded) -> None:
+        # Outside a transaction the interrupted statement has nothing to keep: give the writer
+        # lock back while waiting, so the commit awaited can happen.
+        if not self.in_txn:
+            self.store.rollback()
+        await gtid_waits.satisfy(self, need)
 
     def _statement_failed(self, exc: SqlError) -> None:
         if self.stmt_active:

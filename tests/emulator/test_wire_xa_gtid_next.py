@@ -428,3 +428,40 @@ def test_temporary_tables_stay_with_the_session_across_xa_prepare(emu: EmulatorT
     assert run(conn, "SELECT COUNT(*) FROM tmp") == ((3,),)
     assert run(conn, "SELECT a FROM t") == ((3,),)
     conn.close()
+
+
+def test_wait_for_executed_gtid_set_with_column_arguments(emu: EmulatorThread) -> None:
+    """Per row: 0 for an executed set, 1 when the timeout passes, 0 once another session
+    commits the awaited GTID during the wait; NULL sets are 1772 as with constants."""
+    import threading
+    import time
+
+    conn = connect(emu)
+    run(conn, "CREATE DATABASE d")  # U:1
+    run(conn, "CREATE TABLE d.w (id INT PRIMARY KEY, g VARCHAR(100), t DOUBLE)")  # U:2
+    run(conn, f"INSERT INTO d.w VALUES (1, '{U}:1', 1), (2, '{U}:90', 0.05)")  # U:3
+    assert run(conn, "SELECT id, WAIT_FOR_EXECUTED_GTID_SET(g, t) FROM d.w ORDER BY id") == (
+        (1, 0),
+        (2, 1),
+    )
+    run(conn, f"INSERT INTO d.w VALUES (3, '{U}:5', 30)")  # U:4; U:5 comes from another session
+    other = connect(emu)
+
+    def commit_later() -> None:
+        time.sleep(0.3)
+        run(other, "CREATE DATABASE e")  # U:5
+
+    thread = threading.Thread(target=commit_later)
+    thread.start()
+    started = time.monotonic()
+    run(conn, "UPDATE d.w SET t = WAIT_FOR_EXECUTED_GTID_SET(g, t) WHERE id = 3")
+    thread.join(10)
+    assert time.monotonic() - started < 25  # released by the commit, not by the timeout
+    assert run(conn, "SELECT t FROM d.w WHERE id = 3") == ((0.0,),)
+    run(conn, "INSERT INTO d.w VALUES (4, NULL, 1)")
+    assert error(conn, "SELECT WAIT_FOR_EXECUTED_GTID_SET(g) FROM d.w WHERE id = 4") == (
+        1772,
+        "Malformed GTID set specification 'NULL'.",
+    )
+    other.close()
+    conn.close()

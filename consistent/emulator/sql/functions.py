@@ -369,6 +369,8 @@ class FunctionHost:
         self._tz = tz
         self.gtid_tags = gtid_tags
         """The server's GTID syntax: tags from 8.3 (``GTID_SUBSET``/``GTID_SUBTRACT``)."""
+        self.wait_check: Callable[[tuple[object, ...]], object] | None = None
+        """Per-row ``WAIT_FOR_EXECUTED_GTID_SET`` (column arguments), set by the session."""
         self.error: SqlError | None = None
         self._random = random.Random()
 
@@ -513,3 +515,16 @@ def register_functions(conn: sqlite3.Connection, host: FunctionHost) -> None:
     ]
     for name, nargs, fn in table:
         conn.create_function(name, nargs, host.guard(fn), deterministic=False)
+    conn.create_function(
+        ROW_WAIT_FUNCTION, -1, host.guard(lambda *args: _row_wait(host, args)), deterministic=False
+    )
+
+
+#: The SQLite function a ``WAIT_FOR_EXECUTED_GTID_SET`` with column arguments becomes.
+ROW_WAIT_FUNCTION: Final = "MY_WAIT_FOR_EXECUTED_GTID_SET"
+
+
+def _row_wait(host: FunctionHost, args: tuple[object, ...]) -> object:
+    if host.wait_check is None:
+        return None
+    return host.wait_check(args)

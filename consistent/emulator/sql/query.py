@@ -23,6 +23,7 @@ from consistent.emulator import gtid_waits
 from consistent.emulator.errors import ER, SqlError, not_supported, sql_error
 from consistent.emulator.results import Column, ResultSet, StmtResult
 from consistent.emulator.sql.catalog import TableDef
+from consistent.emulator.sql.functions import ROW_WAIT_FUNCTION
 from consistent.emulator.sql.lexer import Statement, split_statements
 from consistent.emulator.sql.metadata import (
     Slot,
@@ -65,6 +66,7 @@ __all__ = [
 ]
 
 _PLAN = "select"
+_WAIT: Final = "WAIT_FOR_EXECUTED_GTID_SET"
 # Literals SQLite returns unchanged: strings without quotes, backslashes or control
 # characters (which the SQL text would escape), integers that fit in 64 bits.
 _PLAIN_STRING: Final = re.compile(r"[^'\\\x00-\x1f\x7f]*")
@@ -86,7 +88,11 @@ async def evaluate_deferred(session: Session, tree: exp.Expression) -> bool:
     for call in calls:
         name = str(call.this).upper()
         if any(isinstance(n, exp.Column) for arg in call.expressions for n in arg.walk()):
-            raise not_supported(f"{name}() with column arguments")
+            if name != _WAIT:
+                raise not_supported(f"{name}() with column arguments")
+            # Evaluated per row inside SQLite; a row that must wait reruns the statement.
+            call.replace(exp.Anonymous(this=ROW_WAIT_FUNCTION, expressions=call.expressions))
+            continue
         args = await evaluate_expressions(session, [a.copy() for a in call.expressions])
         result = await gtid_waits.call(session, name, args)
         call.replace(literal(result))
