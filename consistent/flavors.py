@@ -43,12 +43,13 @@ from consistent.errors import (
     NotSupportedError,
     RemoteProtocolError,
 )
-from consistent.gtid import GtidSet, GtidState, MariaPosition
+from consistent.gtid import GtidSet, GtidState, MariaPosition, gtid_tags_in
 from consistent.protocol import Gtids, OkPacket, SessionStateChange, SystemVariable
 
 __all__ = [
     "MARIADB",
     "MYSQL",
+    "MYSQL_UNTAGGED",
     "Flavor",
     "MariaDBFlavor",
     "MySQLFlavor",
@@ -242,7 +243,14 @@ class WriteProtection:
 
 @dataclass(frozen=True, repr=False)
 class MySQLFlavor(Flavor):
-    """MySQL 5.7 / 8.x: GTID sets, ``session_track_gtids``, ``WAIT_FOR_EXECUTED_GTID_SET``."""
+    """MySQL 5.7 / 8.x: GTID sets, ``session_track_gtids``, ``WAIT_FOR_EXECUTED_GTID_SET``.
+
+    ``gtid_tags`` is the GTID syntax of the server: tagged GTIDs exist from 8.3 on, and a
+    server before 8.3 never sends one, so its text is read with 8.0's grammar
+    (:func:`detect_flavor` chooses from the handshake's version).
+    """
+
+    gtid_tags: bool = True
 
     name: ClassVar[str] = "mysql"
     supported_modes: ClassVar[frozenset[TrackingMode]] = frozenset(TrackingMode)
@@ -258,7 +266,7 @@ class MySQLFlavor(Flavor):
         return GtidSet()
 
     def parse_state(self, text: str) -> GtidSet:
-        return GtidSet.parse(text)
+        return GtidSet.parse(text, tags=self.gtid_tags)
 
     def format_state(self, state: GtidState) -> str:
         return _gtid_set(self, state).to_text(",")
@@ -285,7 +293,7 @@ class MySQLFlavor(Flavor):
             if not isinstance(block, Gtids) or not block.text.strip():
                 continue
             try:
-                gtids = GtidSet.parse(block.text)
+                gtids = GtidSet.parse(block.text, tags=self.gtid_tags)
             except MalformedGtidSet as exc:
                 raise RemoteProtocolError(f"GTIDS block is not a GTID set: {exc.msg}") from exc
             found = gtids if found is None else found | gtids
@@ -400,6 +408,8 @@ class MariaDBFlavor(Flavor):
 
 
 MYSQL: Final = MySQLFlavor()
+#: MySQL before 8.3 (5.7, 8.0): GTIDs without tags.
+MYSQL_UNTAGGED: Final = MySQLFlavor(gtid_tags=False)
 MARIADB: Final = MariaDBFlavor()
 
 _BY_NAME: Final[Mapping[str, Flavor]] = MappingProxyType({MYSQL.name: MYSQL, MARIADB.name: MARIADB})
@@ -409,14 +419,17 @@ def detect_flavor(server_version: str | bytes) -> Flavor:
     """The flavour of a server from its handshake's version string.
 
     MariaDB's contain ``MariaDB``, also in the ``5.5.5-10.11.6-MariaDB`` form that MariaDB
-    sends to stay compatible with old clients; everything else is taken for MySQL.
+    sends to stay compatible with old clients; everything else is taken for MySQL, whose GTID
+    syntax follows the version (tags from 8.3, :data:`MYSQL_UNTAGGED` before).
     """
     text = (
         server_version.decode("utf-8", "replace")
         if isinstance(server_version, bytes)
         else server_version
     )
-    return MARIADB if "mariadb" in text.lower() else MYSQL
+    if "mariadb" in text.lower():
+        return MARIADB
+    return MYSQL if gtid_tags_in(text) else MYSQL_UNTAGGED
 
 
 def flavor_by_name(name: str) -> Flavor:

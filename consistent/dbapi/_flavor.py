@@ -50,6 +50,13 @@ class FlavorSQL:
         return "mariadb" if self.flavor.name == "mariadb" else "mysql"
 
     @property
+    def gtid_tags(self) -> bool:
+        """Whether the server's GTIDs may carry tags (MySQL 8.3+, and MariaDB's positions,
+        which the parser reads the same either way)."""
+        flavor = self.flavor
+        return not isinstance(flavor, flavors.MySQLFlavor) or flavor.gtid_tags
+
+    @property
     def tracking_probe(self) -> str | None:
         """The query whose value :meth:`primary_tracking` needs (MariaDB keeps what the
         session already tracks), or ``None``."""
@@ -97,10 +104,16 @@ _BY_NAME: Final = {
     "mysql": FlavorSQL(flavors.MYSQL),
     "mariadb": FlavorSQL(flavors.MARIADB),
 }
+_UNTAGGED: Final = FlavorSQL(flavors.MYSQL_UNTAGGED)
 
 
-def flavor_sql(name: FlavorName) -> FlavorSQL:
-    """The statements of flavour ``name``."""
+def flavor_sql(name: FlavorName, server_version: str | bytes | None = None) -> FlavorSQL:
+    """The statements of flavour ``name``; a MySQL ``server_version`` before 8.3 gives the
+    flavour that reads its GTIDs without tags."""
+    if name == "mysql" and server_version is not None:
+        flavor = flavors.detect_flavor(server_version)
+        if isinstance(flavor, flavors.MySQLFlavor) and not flavor.gtid_tags:
+            return _UNTAGGED
     return _BY_NAME[name]
 
 

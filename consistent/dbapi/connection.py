@@ -170,14 +170,14 @@ class Connection:
                 exc, prefix=f"cannot connect to the primary {config.primary.name}: "
             ) from exc
         flavor = config.flavor or detect_flavor(raw.server_version)
-        self._flavor: FlavorSQL = flavor_sql(flavor)
+        self._flavor: FlavorSQL = flavor_sql(flavor, raw.server_version)
         # Every OK packet of the primary feeds the acknowledged state as it arrives (_on_ok),
         # whatever the level, so that read_all_writes sessions of the process see the write.
         self._acknowledged = (
             acknowledged if acknowledged is not None else process_acknowledged(config.primary.name)
         )
         self._functions = FunctionRules(flavor, config.read_only_functions)
-        self._pending = PendingGtids(flavor)
+        self._pending = PendingGtids(flavor, tags=self._flavor.gtid_tags)
         self._policy_or_none = SessionPolicy(
             replicas=[spec.name for spec in config.replicas],
             knowledge=knowledge if knowledge is not None else process_knowledge(),
@@ -493,7 +493,7 @@ class Connection:
     def _parse_gtids(self, text: str) -> GtidState | None:
         """``text`` parsed; ``None`` when it does not parse (the policy's drain reports it)."""
         try:
-            return parse_tracked(text, self._flavor.name)
+            return parse_tracked(text, self._flavor.name, tags=self._flavor.gtid_tags)
         except errors.MalformedGtidSet:
             return None
 

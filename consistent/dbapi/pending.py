@@ -26,10 +26,11 @@ MYSQL_BATCH: Final = 256
 class PendingGtids:
     """Unparsed GTID texts per target (``"primary"`` or a replica name)."""
 
-    __slots__ = ("_count", "_flavor", "_texts")
+    __slots__ = ("_count", "_flavor", "_tags", "_texts")
 
-    def __init__(self, flavor: FlavorName) -> None:
+    def __init__(self, flavor: FlavorName, *, tags: bool = True) -> None:
         self._flavor: FlavorName = flavor
+        self._tags = tags
         self._texts: dict[str, dict[str, str]] = {}
         self._count = 0
 
@@ -54,7 +55,7 @@ class PendingGtids:
         pending, self._texts, self._count = self._texts, {}, 0
         for target, texts in pending.items():
             try:
-                yield target, parse_tracked(",".join(texts.values()), self._flavor)
+                yield target, parse_tracked(",".join(texts.values()), self._flavor, tags=self._tags)
             except MalformedGtidSet as exc:
                 raise RemoteProtocolError(
                     f"the server reported GTIDs that do not parse: {exc.msg}"

@@ -3,8 +3,11 @@
 ``consistent.emulator`` is how the MySQL flavour is tested and demonstrated where no MySQL
 server exists.  It behaves like mysqld 8.0 where the worklogs say how (WL#6972
 ``session_track_gtids``, WL#6559 ``mysql.gtid_executed``, WL#7319 commit timestamps) and where
-``reference/protocol.md`` §2-§4 pins the details.  A wire front-end drives it; tests drive it
-directly.
+``reference/protocol.md`` §2-§4 pins the details; XA transactions follow ``sql/xa.cc``
+(:mod:`.xa`) and the ``GTID_NEXT`` rules ``sql/rpl_gtid_execution.cc`` (:mod:`.statements`).
+``ServerConfig.version`` chooses the release (8.0 by default, :data:`VERSION_84`): tagged GTIDs
+from 8.3, ``mysql.gtid_executed`` written at commit from 8.0.17 (:mod:`.config`).  A wire
+front-end drives it; tests drive it directly.
 
 API::
 
@@ -56,7 +59,15 @@ from consistent.emulator.binlog import (
     BinlogStatement,
     BinlogTransaction,
 )
-from consistent.emulator.config import Account, Clock, GtidMode, ServerConfig
+from consistent.emulator.config import (
+    VERSION_57,
+    VERSION_80,
+    VERSION_84,
+    Account,
+    Clock,
+    GtidMode,
+    ServerConfig,
+)
 from consistent.emulator.errors import ER, SqlError
 from consistent.emulator.gtid_state import GtidNext, GtidNextType, GtidState
 
@@ -83,6 +94,9 @@ __all__ = [
     "DEFAULT_CLIENT_CAPABILITIES",
     "ER",
     "UNDEFINED_COMMIT_TIMESTAMP",
+    "VERSION_57",
+    "VERSION_80",
+    "VERSION_84",
     "Account",
     "BinaryLog",
     "BinlogFile",

@@ -16,6 +16,7 @@ import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from consistent.emulator.config import version_number
 from consistent.gtid import Gtid, GtidSet
 
 __all__ = [
@@ -39,9 +40,7 @@ _TRANSACTION_OVERHEAD = 79 + 75 + 31
 
 def server_version_number(version: str) -> int:
     """``8.0.36-…`` → 80036, as ``do_server_version_int`` computes it."""
-    digits = version.split("-", 1)[0].split(".")
-    parts = [int(p) if p.isdigit() else 0 for p in [*digits, "0", "0", "0"][:3]]
-    return parts[0] * 10000 + parts[1] * 100 + parts[2]
+    return version_number(version)
 
 
 @dataclass(frozen=True)
@@ -72,6 +71,9 @@ class BinlogTransaction:
     last_committed: int = 0
     sequence_number: int = 0
     is_ddl: bool = False
+    xa: bool = False
+    """An XA transaction's part (``XA START`` … ``XA PREPARE``, ``XA COMMIT``…): an applier
+    runs its statements as they are, without BEGIN/COMMIT around them."""
 
     @functools.cached_property
     def size(self) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import signal
 import sys
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TextIO
 
+from consistent.emulator.config import emulated_version
 from consistent.emulator.replication.lagmodel import LagModelError, parse_distribution
 from consistent.emulator.replication.specfile import lag_model_from, load_spec, spec_from_options
 from consistent.emulator.replication.threaded import TopologyThread
@@ -66,6 +68,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="add a replica 'delayed' with this SOURCE_DELAY",
     )
     parser.add_argument("--seed", type=int, help="seed for the lag distributions")
+    parser.add_argument(
+        "--mysql-version",
+        metavar="VERSION",
+        help="MySQL version every server emulates: 8.0 (default), 8.4, or x.y.z",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     parser.add_argument(
         "--duration", type=float, help="stop after this many seconds instead of waiting"
@@ -86,7 +93,7 @@ def build_spec(args: argparse.Namespace) -> TopologySpec:
         lag_fields["workers"] = args.workers
     if args.seed is not None:
         lag_fields["seed"] = args.seed
-    return spec_from_options(
+    spec = spec_from_options(
         replicas=args.replicas,
         chain=args.chain,
         multi_source=args.multi_source,
@@ -94,6 +101,11 @@ def build_spec(args: argparse.Namespace) -> TopologySpec:
         delay=args.delay,
         delayed_replica=args.delayed_replica,
     )
+    if args.mysql_version:
+        version = emulated_version(args.mysql_version)
+        servers = tuple(dataclasses.replace(s, version=version) for s in spec.servers)
+        spec = TopologySpec(servers=servers, channels=spec.channels)
+    return spec
 
 
 def _describe(topology: TopologyThread, as_json: bool) -> str:

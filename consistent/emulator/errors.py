@@ -4,8 +4,9 @@ An emulated statement fails the way mysqld fails: the front-end sends an ERR pac
 ``errno``, ``sqlstate`` and the formatted message, and clients such as SQLAlchemy decide what to
 do from ``args[0]``.  The table below is the one place where those three values live.
 
-Sources: https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html and the
-reference notes (§3.5) for the GTID errors.
+Sources: https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html, the
+reference notes (§3.5) for the GTID errors, and mysqld's ``share/messages_to_clients.txt`` with
+``binlog_gtid_errors.result`` for 1778 and the XA errors.
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ class ER(IntEnum):
     UNKNOWN_TIME_ZONE = 1298
     SP_DOES_NOT_EXIST = 1305
     QUERY_INTERRUPTED = 1317
+    XAER_NOTA = 1397
+    XAER_INVAL = 1398
+    XAER_RMFAIL = 1399
+    XAER_OUTSIDE = 1400
+    XAER_DUPID = 1440
     NO_DEFAULT_FOR_FIELD = 1364
     TRUNCATED_WRONG_VALUE_FOR_FIELD = 1366
     WARN_DATA_OUT_OF_RANGE = 1264
@@ -88,8 +94,9 @@ class ER(IntEnum):
     VARIABLE_NOT_SETTABLE_IN_TRANSACTION = 1766
     MALFORMED_GTID_SET_SPECIFICATION = 1772
     MALFORMED_GTID_SPECIFICATION = 1774
-    CANT_SET_GTID_NEXT_TO_ANONYMOUS_WHEN_GTID_MODE_IS_ON = 1781
-    CANT_SET_GTID_NEXT_TO_GTID_WHEN_GTID_MODE_IS_OFF = 1782
+    CANT_DO_IMPLICIT_COMMIT_IN_TRX_WHEN_GTID_NEXT_IS_SET = 1778
+    CANT_SET_GTID_NEXT_TO_GTID_WHEN_GTID_MODE_IS_OFF = 1781
+    CANT_SET_GTID_NEXT_TO_ANONYMOUS_WHEN_GTID_MODE_IS_ON = 1782
     GTID_MODE_CAN_ONLY_CHANGE_ONE_STEP_AT_A_TIME = 1788
     CANT_SET_GTID_NEXT_WHEN_OWNING_GTID = 1790
     CANT_EXECUTE_IN_READ_ONLY_TRANSACTION = 1792
@@ -197,6 +204,19 @@ SPECS: Final = MappingProxyType(
         ER.UNKNOWN_TIME_ZONE: ErrorSpec("HY000", "Unknown or incorrect time zone: '%s'"),
         ER.SP_DOES_NOT_EXIST: ErrorSpec("42000", "%s %s does not exist"),
         ER.QUERY_INTERRUPTED: ErrorSpec("70100", "Query execution was interrupted"),
+        # The XA errors (share/messages_to_clients.txt; XAE07's text has two spaces before
+        # the state name, as mysqld prints it).
+        ER.XAER_NOTA: ErrorSpec("XAE04", "XAER_NOTA: Unknown XID"),
+        ER.XAER_INVAL: ErrorSpec("XAE05", "XAER_INVAL: Invalid arguments (or unsupported command)"),
+        ER.XAER_RMFAIL: ErrorSpec(
+            "XAE07",
+            "XAER_RMFAIL: The command cannot be executed when global transaction is in the  %s "
+            "state",
+        ),
+        ER.XAER_OUTSIDE: ErrorSpec(
+            "XAE09", "XAER_OUTSIDE: Some work is done outside global transaction"
+        ),
+        ER.XAER_DUPID: ErrorSpec("XAE08", "XAER_DUPID: The XID already exists"),
         ER.NO_DEFAULT_FOR_FIELD: ErrorSpec("HY000", "Field '%s' doesn't have a default value"),
         ER.TRUNCATED_WRONG_VALUE_FOR_FIELD: ErrorSpec(
             "HY000", "Incorrect %s value: '%s' for column '%s' at row %d"
@@ -221,6 +241,11 @@ SPECS: Final = MappingProxyType(
             "HY000", "Malformed GTID set specification '%s'."
         ),
         ER.MALFORMED_GTID_SPECIFICATION: ErrorSpec("HY000", "Malformed GTID specification '%s'."),
+        ER.CANT_DO_IMPLICIT_COMMIT_IN_TRX_WHEN_GTID_NEXT_IS_SET: ErrorSpec(
+            "HY000",
+            "Cannot execute statements with implicit commit inside a transaction when "
+            "@@SESSION.GTID_NEXT == 'UUID:NUMBER'.",
+        ),
         ER.CANT_SET_GTID_NEXT_TO_ANONYMOUS_WHEN_GTID_MODE_IS_ON: ErrorSpec(
             "HY000", "@@SESSION.GTID_NEXT cannot be set to ANONYMOUS when @@GLOBAL.GTID_MODE = ON."
         ),

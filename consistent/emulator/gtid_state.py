@@ -46,15 +46,16 @@ class GtidNext:
         return self.type.value
 
     @classmethod
-    def parse(cls, text: str) -> GtidNext:
-        """Parse a ``SET GTID_NEXT`` value; raises ER_MALFORMED_GTID_SPECIFICATION (1774)."""
+    def parse(cls, text: str, *, tags: bool = True) -> GtidNext:
+        """Parse a ``SET GTID_NEXT`` value; raises ER_MALFORMED_GTID_SPECIFICATION (1774).
+        ``tags=False``: a server before 8.3, where ``uuid:tag:n`` is malformed."""
         word = text.strip().upper()
         if word == "AUTOMATIC":
             return cls(GtidNextType.AUTOMATIC)
         if word == "ANONYMOUS":
             return cls(GtidNextType.ANONYMOUS)
         try:
-            gtid = Gtid.parse(text)
+            gtid = Gtid.parse(text, tags=tags)
         except MalformedGtid as exc:
             raise sql_error(ER.MALFORMED_GTID_SPECIFICATION, text[:200]) from exc
         return cls(GtidNextType.ASSIGNED, gtid)
@@ -64,10 +65,11 @@ class GtidNext:
         return GtidNext(GtidNextType.UNDEFINED, self.gtid)
 
 
-def parse_gtid_set(text: str) -> GtidSet:
-    """Parse GTID-set text for SQL functions and variables; raises 1772 as a :class:`SqlError`."""
+def parse_gtid_set(text: str, *, tags: bool = True) -> GtidSet:
+    """Parse GTID-set text for SQL functions and variables; raises 1772 as a :class:`SqlError`.
+    ``tags`` is the server's syntax (tagged GTIDs from 8.3)."""
     try:
-        return GtidSet.parse(text)
+        return GtidSet.parse(text, tags=tags)
     except MalformedGtidSet as exc:
         raise sql_error(ER.MALFORMED_GTID_SET_SPECIFICATION, text[:200]) from exc
 

@@ -9,6 +9,10 @@ each transaction merges only the *first* run of consecutive rows of one UUID (re
 :class:`GtidTableCompressor` is the ``thread/sql/compress_gtid_table`` background thread as an
 asyncio task.  It is signalled at start, after every rotation save, and when the number of
 single-GTID saves reaches ``gtid_executed_compression_period``.
+
+``tagged`` is the table of 8.3 and later: a ``gtid_tag`` column in the primary key
+(``source_uuid, gtid_tag, interval_start``), ``''`` for untagged GTIDs.  Rows are handled as
+``(source, start, end)`` where the source is ``uuid`` or ``uuid:tag``, which sorts as the key.
 """
 
 from __future__ import annotations
@@ -50,36 +54,53 @@ T = TypeVar("T")
 Row = tuple[str, int, int]
 
 
-def create_table(conn: sqlite3.Connection) -> None:
+def create_table(conn: sqlite3.Connection, *, tagged: bool = False) -> None:
     """Create the table if missing: ``source_uuid CHAR(36), interval_start BIGINT,
-    interval_end BIGINT, PRIMARY KEY (source_uuid, interval_start)`` (8.0 layout)."""
+    interval_end BIGINT, PRIMARY KEY (source_uuid, interval_start)`` (8.0 layout), or with
+    ``gtid_tag CHAR(32)`` after them and in the key (8.3+)."""
+    if tagged:
+        columns = ", gtid_tag TEXT NOT NULL, PRIMARY KEY (source_uuid, gtid_tag, interval_start)"
+    else:
+        columns = ", PRIMARY KEY (source_uuid, interval_start)"
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {GTID_TABLE} ("
         "source_uuid TEXT NOT NULL, interval_start INTEGER NOT NULL, "
-        "interval_end INTEGER NOT NULL, PRIMARY KEY (source_uuid, interval_start)"
-        ") WITHOUT ROWID, STRICT"
+        f"interval_end INTEGER NOT NULL{columns}) WITHOUT ROWID, STRICT"
     )
 
 
-def insert_gtid(conn: sqlite3.Connection, gtid: Gtid) -> None:
+def _values(uuid: str, tag: str | None, start: int, end: int, tagged: bool) -> tuple[object, ...]:
+    return (uuid, start, end, tag or "") if tagged else (uuid, start, end)
+
+
+def _insert_sql(tagged: bool) -> str:
+    marks = "?, ?, ?, ?" if tagged else "?, ?, ?"
+    return f"INSERT OR IGNORE INTO {GTID_TABLE} VALUES ({marks})"
+
+
+def insert_gtid(conn: sqlite3.Connection, gtid: Gtid, *, tagged: bool = False) -> None:
     """Save one GTID as a one-transaction interval (``Gtid_table_persistor::save(thd, gtid)``).
 
     A duplicate key is ignored, as mysqld does (it only logs a warning)."""
-    conn.execute(
-        f"INSERT OR IGNORE INTO {GTID_TABLE} VALUES (?, ?, ?)", (gtid.uuid, gtid.gno, gtid.gno)
-    )
+    conn.execute(_insert_sql(tagged), _values(gtid.uuid, gtid.tag, gtid.gno, gtid.gno, tagged))
 
 
-def insert_set(conn: sqlite3.Connection, gtids: GtidSet) -> None:
+def insert_set(conn: sqlite3.Connection, gtids: GtidSet, *, tagged: bool = False) -> None:
     """Save every interval of ``gtids`` as one row (``save(Gtid_set*)``)."""
     conn.executemany(
-        f"INSERT OR IGNORE INTO {GTID_TABLE} VALUES (?, ?, ?)",
-        [(uuid, start, end) for uuid, _tag, start, end in gtids.intervals()],
+        _insert_sql(tagged),
+        [_values(uuid, tag, start, end, tagged) for uuid, tag, start, end in gtids.intervals()],
     )
 
 
-def table_rows(conn: sqlite3.Connection) -> list[Row]:
-    """All rows in primary-key order."""
+def table_rows(conn: sqlite3.Connection, *, tagged: bool = False) -> list[Row]:
+    """All rows in primary-key order, as ``(source, start, end)``."""
+    if tagged:
+        cursor = conn.execute(
+            f"SELECT source_uuid, gtid_tag, interval_start, interval_end FROM {GTID_TABLE} "
+            "ORDER BY source_uuid, gtid_tag, interval_start"
+        )
+        return [(f"{u}:{t}" if t else str(u), int(s), int(e)) for u, t, s, e in cursor.fetchall()]
     cursor = conn.execute(
         f"SELECT source_uuid, interval_start, interval_end FROM {GTID_TABLE} "
         "ORDER BY source_uuid, interval_start"
@@ -87,11 +108,16 @@ def table_rows(conn: sqlite3.Connection) -> list[Row]:
     return [(str(u), int(s), int(e)) for u, s, e in cursor.fetchall()]
 
 
-def fetch_gtids(conn: sqlite3.Connection) -> GtidSet:
+def _split(source: str) -> tuple[str, str | None]:
+    uuid, _, tag = source.partition(":")
+    return uuid, tag or None
+
+
+def fetch_gtids(conn: sqlite3.Connection, *, tagged: bool = False) -> GtidSet:
     """The set the table holds (``fetch_gtids``), overlapping rows merged."""
     intervals: dict[tuple[str, str | None], list[tuple[int, int]]] = {}
-    for uuid, start, end in table_rows(conn):
-        intervals.setdefault((uuid, None), []).append((start, end))
+    for source, start, end in table_rows(conn, tagged=tagged):
+        intervals.setdefault(_split(source), []).append((start, end))
     return GtidSet.from_intervals(intervals)
 
 
@@ -100,12 +126,12 @@ def delete_all(conn: sqlite3.Connection) -> None:
     conn.execute(f"DELETE FROM {GTID_TABLE}")
 
 
-def compress_first_consecutive_range(conn: sqlite3.Connection) -> bool:
+def compress_first_consecutive_range(conn: sqlite3.Connection, *, tagged: bool = False) -> bool:
     """Merge the first run of consecutive rows; returns whether the scan reached the end.
 
-    Scans in primary-key order.  A row continues the run when it has the same UUID as the
+    Scans in primary-key order.  A row continues the run when it has the same source as the
     previous row and starts right after its end; continuation rows are deleted and the run's
-    first row gets the run's end.  Overlapping rows and other UUIDs end the run.
+    first row gets the run's end.  Overlapping rows and other sources end the run.
     """
     sid = ""
     gno_start = 0
@@ -113,7 +139,7 @@ def compress_first_consecutive_range(conn: sqlite3.Connection) -> bool:
     found = False
     complete = True
     to_delete: list[tuple[str, int]] = []
-    for cur_sid, cur_start, cur_end in table_rows(conn):
+    for cur_sid, cur_start, cur_end in table_rows(conn, tagged=tagged):
         if sid == cur_sid and gno_end + 1 == cur_start:
             found = True
             gno_end = cur_end
@@ -124,22 +150,28 @@ def compress_first_consecutive_range(conn: sqlite3.Connection) -> bool:
                 break
             sid, gno_start, gno_end = cur_sid, cur_start, cur_end
     if found:
+        key = "source_uuid = ? AND gtid_tag = ?" if tagged else "source_uuid = ?"
+
+        def where(source: str, start: int) -> tuple[object, ...]:
+            uuid, tag = _split(source)
+            return (uuid, tag or "", start) if tagged else (uuid, start)
+
         conn.executemany(
-            f"DELETE FROM {GTID_TABLE} WHERE source_uuid = ? AND interval_start = ?", to_delete
+            f"DELETE FROM {GTID_TABLE} WHERE {key} AND interval_start = ?",
+            [where(source, start) for source, start in to_delete],
         )
         conn.execute(
-            f"UPDATE {GTID_TABLE} SET interval_end = ? WHERE source_uuid = ? AND "
-            "interval_start = ?",
-            (gno_end, sid, gno_start),
+            f"UPDATE {GTID_TABLE} SET interval_end = ? WHERE {key} AND interval_start = ?",
+            (gno_end, *where(sid, gno_start)),
         )
     return complete
 
 
-def compress(conn: sqlite3.Connection) -> int:
+def compress(conn: sqlite3.Connection, *, tagged: bool = False) -> int:
     """Compress completely in one go (each round in the caller's transaction); returns the
     number of rounds.  The background thread runs one round per transaction instead."""
     rounds = 1
-    while not compress_first_consecutive_range(conn):
+    while not compress_first_consecutive_range(conn, tagged=tagged):
         rounds += 1
     return rounds
 
@@ -154,8 +186,11 @@ class GtidTableCompressor:
     data file and commit it.
     """
 
-    def __init__(self, run_transaction: RunTransaction[bool], thread_id: int) -> None:
+    def __init__(
+        self, run_transaction: RunTransaction[bool], thread_id: int, *, tagged: bool = False
+    ) -> None:
         self._run_transaction = run_transaction
+        self._tagged = tagged
         self.thread_id = thread_id
         self.stage = STAGE_SUSPENDING
         self.compressions = 0
@@ -206,6 +241,9 @@ class GtidTableCompressor:
         """Return once no compression is pending or running."""
         await self._idle.wait()
 
+    def _compress_round(self, conn: sqlite3.Connection) -> bool:
+        return compress_first_consecutive_range(conn, tagged=self._tagged)
+
     async def _main(self) -> None:
         while True:
             self.stage = STAGE_SUSPENDING
@@ -217,7 +255,7 @@ class GtidTableCompressor:
             try:
                 complete = False
                 while not complete:
-                    complete = await self._run_transaction(compress_first_consecutive_range)
+                    complete = await self._run_transaction(self._compress_round)
                 self.compressions += 1
             except (sqlite3.Error, OSError):
                 logger.warning("Failed to compress the gtid_executed table.", exc_info=True)

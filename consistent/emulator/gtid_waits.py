@@ -14,23 +14,29 @@ Then it returns 0 once the set is contained in ``gtid_executed`` (at once for ``
 when ``timeout`` seconds pass first; no timeout or 0 waits forever; fractions count.  The
 wait is a future resolved by commits (:class:`~consistent.emulator.waiters.WaitRegistry`);
 KILL QUERY interrupts it with 1317.
+
+With column arguments the function is evaluated per row inside SQLite (:func:`check_now`):
+a row whose set is not executed yet stops the statement with :class:`WaitNeeded`, the session
+waits (:func:`satisfy`) and runs the statement again; a wait that timed out answers 1 for that
+set and timeout during the rest of the statement.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
 from consistent.emulator.config import GtidMode
 from consistent.emulator.errors import ER, SqlError, sql_error
 from consistent.emulator.gtid_state import parse_gtid_set
+from consistent.gtid import GtidSet
 
 if TYPE_CHECKING:
     from consistent.emulator.session import Session
 
-__all__ = ["call", "wait_for_executed_gtid_set"]
+__all__ = ["WaitNeeded", "call", "check_now", "satisfy", "wait_for_executed_gtid_set"]
 
 _WAIT: Final = "WAIT_FOR_EXECUTED_GTID_SET"
 
@@ -49,8 +55,24 @@ def _number(value: object) -> float | None:
         return 0.0
 
 
-async def wait_for_executed_gtid_set(session: Session, args: list[object]) -> int | None:
-    """The function's value; see the module docstring for the rules."""
+class WaitNeeded(SqlError):
+    """Raised inside SQLite by a per-row ``WAIT_FOR_EXECUTED_GTID_SET`` (column arguments) whose
+    set is not executed yet: the session awaits it (:func:`satisfy`) and runs the statement
+    again.  It never reaches a client."""
+
+    def __init__(self, required: GtidSet, timeout: float | None) -> None:
+        super().__init__(int(ER.UNKNOWN_ERROR), "waiting for GTIDs", "HY000")
+        self.required = required
+        self.timeout = timeout
+
+    @property
+    def key(self) -> tuple[str, float | None]:
+        """What a per-row call remembers once this wait timed out."""
+        return str(self.required), self.timeout
+
+
+def _checked(session: Session, args: Sequence[object]) -> tuple[GtidSet, float | None] | None:
+    """The argument and environment checks, in mysqld's order; None for the NULL result."""
     if len(args) not in (1, 2):
         raise sql_error(ER.WRONG_PARAMCOUNT_TO_NATIVE_FCT, _WAIT)
     text = args[0]
@@ -67,15 +89,20 @@ async def wait_for_executed_gtid_set(session: Session, args: list[object]) -> in
     if state.mode is GtidMode.OFF:
         raise sql_error(ER.GTID_MODE_OFF, "use " + _WAIT)
     spec = text.decode() if isinstance(text, bytes) else str(text)
-    required = parse_gtid_set(spec)
+    required = parse_gtid_set(spec, tags=session.server.config.gtid_tags)
     owned_error = state.check_not_owned(required, session.connection_id)
     if owned_error is not None:
         raise owned_error
+    return required, timeout or None
+
+
+async def _wait(session: Session, required: GtidSet, timeout: float | None) -> int:
+    state = session.server.gtid_state
     if required.issubset(state.executed):
         return 0
     future = state.waiters.wait(required, state.executed)
     try:
-        await session.interruptible(asyncio.shield(future), timeout or None)
+        await session.interruptible(asyncio.shield(future), timeout)
     except TimeoutError:
         return 1
     finally:
@@ -83,6 +110,36 @@ async def wait_for_executed_gtid_set(session: Session, args: list[object]) -> in
         if not future.done():
             future.cancel()
     return 0
+
+
+async def wait_for_executed_gtid_set(session: Session, args: list[object]) -> int | None:
+    """The function's value; see the module docstring for the rules."""
+    checked = _checked(session, args)
+    if checked is None:
+        return None
+    return await _wait(session, *checked)
+
+
+def check_now(session: Session, args: Sequence[object]) -> int | None:
+    """The value of a per-row call (column arguments) without waiting: 0 when the set is
+    executed, 1 when a wait for it already timed out in this statement, else
+    :class:`WaitNeeded`."""
+    checked = _checked(session, args)
+    if checked is None:
+        return None
+    required, timeout = checked
+    if required.issubset(session.server.gtid_state.executed):
+        return 0
+    need = WaitNeeded(required, timeout)
+    if need.key in session.timed_out_waits:
+        return 1
+    raise need
+
+
+async def satisfy(session: Session, need: WaitNeeded) -> None:
+    """Wait for what a per-row call needs; a timeout is remembered for the statement's rerun."""
+    if await _wait(session, need.required, need.timeout) == 1:
+        session.timed_out_waits.add(need.key)
 
 
 async def sleep(session: Session, args: list[object]) -> int:

@@ -34,6 +34,7 @@ from consistent.emulator.sql.storage import Storage, WriterLock
 from consistent.emulator.sql.types import TypeSpec
 from consistent.emulator.statements import Handler, Kind
 from consistent.emulator.variables import SYSTEM_VARIABLES
+from consistent.emulator.xa import XaRegistry
 from consistent.gtid import GtidSet
 from consistent.protocol.constants import Capability
 
@@ -57,17 +58,27 @@ DEFAULT_CLIENT_CAPABILITIES = int(
     | Capability.SESSION_TRACK
 )
 
-_GTID_EXECUTED_DEF = TableDef(
-    "mysql",
-    "gtid_executed",
-    (
+
+def _gtid_executed_def(tagged: bool) -> TableDef:
+    """``mysql.gtid_executed`` as the server's version defines it (``gtid_tag`` from 8.3)."""
+    columns = [
         ColumnDef("source_uuid", TypeSpec("char", 36, charset="utf8mb4"), nullable=False),
         ColumnDef("interval_start", TypeSpec("bigint"), nullable=False),
         ColumnDef("interval_end", TypeSpec("bigint"), nullable=False),
-    ),
-    (IndexDef("PRIMARY", ("source_uuid", "interval_start"), unique=True, primary=True),),
-    charset="utf8mb4",
-)
+    ]
+    key = ["source_uuid", "interval_start"]
+    if tagged:
+        columns.append(
+            ColumnDef("gtid_tag", TypeSpec("char", 32, charset="utf8mb4"), nullable=False)
+        )
+        key.insert(1, "gtid_tag")
+    return TableDef(
+        "mysql",
+        "gtid_executed",
+        tuple(columns),
+        (IndexDef("PRIMARY", tuple(key), unique=True, primary=True),),
+        charset="utf8mb4",
+    )
 
 
 class EmulatedServer:
@@ -86,10 +97,12 @@ class EmulatedServer:
         self.data_path = os.path.join(data_dir, "data.sqlite")
         self.storage = Storage(self.data_path)
         self._internal = self.storage.connect()
-        gtid_table.create_table(self._internal)
+        self.gtid_tagged = self.config.gtid_tags
+        """Whether ``mysql.gtid_executed`` has the ``gtid_tag`` column (8.3+)."""
+        gtid_table.create_table(self._internal, tagged=self.gtid_tagged)
         self.catalog = Catalog()
         self.catalog.add_database(Database("mysql"))
-        self.catalog.put_table(_GTID_EXECUTED_DEF)
+        self.catalog.put_table(_gtid_executed_def(self.gtid_tagged))
         self.catalog.add_database(Database("sys"))
         self.global_vars: dict[str, object] = self._initial_globals()
         self.gtid_state: GtidState = GtidState(
@@ -99,10 +112,12 @@ class EmulatedServer:
             BinaryLog(self.config.log_bin_basename) if self.config.log_bin else None
         )
         self._saved_to_table = GtidSet()
+        self.xa = XaRegistry()
+        """XA transactions: the XIDs sessions started and the prepared ones (:mod:`.xa`)."""
         self.sessions: dict[int, Session] = {}
         self._next_thread_id = 1
         self.compressor = gtid_table.GtidTableCompressor(
-            self.run_internal_transaction, self._new_thread_id()
+            self.run_internal_transaction, self._new_thread_id(), tagged=self.gtid_tagged
         )
         self.started_at = clock()
         self.running = True
@@ -231,6 +246,9 @@ class EmulatedServer:
         for session in list(self.sessions.values()):
             await session.close()
         await self.compressor.stop()
+        for prepared in self.xa.prepared.values():
+            prepared.store.close()  # the emulator does not recover prepared XA transactions
+        self.xa.forget()
         if self.binlog is not None:
             self._save_binlog_gtids()
         self.running = False
@@ -245,16 +263,28 @@ class EmulatedServer:
         for session in list(self.sessions.values()):
             session.abort()
         self.sessions.clear()
+        for prepared in self.xa.prepared.values():
+            prepared.store.conn.close()
+        self.xa.forget()
         if self.storage.writer is not None:
             self.storage.writer = None
             self.storage.lock = WriterLock()
         self._internal.close()
         self._internal = self.storage.connect()
-        table = gtid_table.fetch_gtids(self._internal)
+        table = gtid_table.fetch_gtids(self._internal, tagged=self.gtid_tagged)
         if self.binlog is not None:
             logged = self.binlog.gtids
             executed = table | logged
             purged = executed - logged
+            missing = logged - table
+            if not missing.is_empty():
+                # ``Gtid_state::read_gtid_executed_from_table`` + ``save(&logged_gtids)``: what
+                # the binary log has and the table lacks (nothing was saved at the crash or
+                # shutdown) is written to the table at start.
+                self._internal.execute("BEGIN IMMEDIATE")
+                gtid_table.insert_set(self._internal, missing, tagged=self.gtid_tagged)
+                self._internal.execute("COMMIT")
+                table = table | missing
             self.binlog.rotate(executed)
         else:
             executed = table
@@ -267,7 +297,7 @@ class EmulatedServer:
         self.gtid_state.restore(executed, purged)
         self._saved_to_table = table
         self.compressor = gtid_table.GtidTableCompressor(
-            self.run_internal_transaction, self._new_thread_id()
+            self.run_internal_transaction, self._new_thread_id(), tagged=self.gtid_tagged
         )
         self.started_at = self.clock()
         self.running = True
@@ -303,7 +333,7 @@ class EmulatedServer:
         if pending.is_empty():
             return
         self._internal.execute("BEGIN IMMEDIATE")
-        gtid_table.insert_set(self._internal, pending)
+        gtid_table.insert_set(self._internal, pending, tagged=self.gtid_tagged)
         self._internal.execute("COMMIT")
         self._saved_to_table = self._saved_to_table | pending
 
@@ -315,9 +345,12 @@ class EmulatedServer:
             return
         pending = self.gtid_state.executed - self._saved_to_table
         if not pending.is_empty():
-            await self.run_internal_transaction(lambda c: gtid_table.insert_set(c, pending))
+            await self.run_internal_transaction(
+                lambda c: gtid_table.insert_set(c, pending, tagged=self.gtid_tagged)
+            )
             self._saved_to_table = self._saved_to_table | pending
-            self.compressor.signal()
+        # Rotation wakes the compression thread, also when commits already wrote the rows.
+        self.compressor.signal()
         self.binlog.rotate(self.gtid_state.executed)
 
     async def reset_binary_logs_and_gtids(self) -> None:
@@ -332,7 +365,9 @@ class EmulatedServer:
         """SET GLOBAL gtid_purged (the set is also saved into the table, as mysqld does)."""
         added = self.gtid_state.add_purged(gtids, plus=plus)
         if not added.is_empty():
-            await self.run_internal_transaction(lambda c: gtid_table.insert_set(c, added))
+            await self.run_internal_transaction(
+                lambda c: gtid_table.insert_set(c, added, tagged=self.gtid_tagged)
+            )
             self._saved_to_table = self._saved_to_table | added
 
     def purge_binary_logs_to(self, name: str) -> bool:
@@ -360,7 +395,7 @@ class EmulatedServer:
             pending = self.gtid_state.executed - self._saved_to_table
             if not pending.is_empty():
                 self._internal.execute("BEGIN")
-                gtid_table.insert_set(self._internal, pending)
+                gtid_table.insert_set(self._internal, pending, tagged=self.gtid_tagged)
                 self._internal.execute("COMMIT")
                 self._saved_to_table = self._saved_to_table | pending
                 self.compressor.signal()
@@ -386,14 +421,15 @@ class EmulatedServer:
             await applier.query_all(f"SET GTID_NEXT = '{next_value}'")
             applier.vars["original_commit_timestamp"] = transaction.original_commit_timestamp
             applier.vars["original_server_version"] = transaction.original_server_version
-            if not transaction.is_ddl:
+            framed = not transaction.is_ddl and not transaction.xa
+            if framed:
                 await applier.query_all("BEGIN")
             for statement in transaction.statements:
                 if statement.database is not None and self.has_database(statement.database):
                     applier.database = statement.database
                 applier.vars["timestamp"] = float(statement.timestamp or 0.0)
                 await applier.query_all(statement.sql)
-            if not transaction.is_ddl:
+            if framed:
                 await applier.query_all("COMMIT")
             applier.vars["timestamp"] = 0.0
             await applier.query_all("SET GTID_NEXT = 'AUTOMATIC'")
@@ -407,7 +443,7 @@ class EmulatedServer:
 
     def gtid_table_rows(self) -> list[tuple[str, int, int]]:
         """Current rows of ``mysql.gtid_executed`` (committed state)."""
-        return gtid_table.table_rows(self._internal)
+        return gtid_table.table_rows(self._internal, tagged=self.gtid_tagged)
 
 
 def _option_value(text: str) -> object:

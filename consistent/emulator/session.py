@@ -11,8 +11,9 @@ Transactions follow InnoDB + binary log semantics as far as GTIDs are concerned:
   the session owns an explicit ``GTID_NEXT``);
 * DDL first commits the open transaction (its own GTID), then commits itself (the next GTID);
 * ROLLBACK produces no GTID and releases an owned one;
-* with the binary log on, a committed transaction is appended to it; with it off, the GTID row
-  is written into ``mysql.gtid_executed`` inside the transaction (WL#6559).
+* with the binary log on, a committed transaction is appended to it; with it off, and from
+  8.0.17 also with it on (InnoDB's GTID persister), the GTID row is written into
+  ``mysql.gtid_executed`` inside the transaction (WL#6559).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from consistent.emulator import gtid_table, prepared, sysvars
+from consistent.emulator import gtid_table, gtid_waits, prepared, sysvars
 from consistent.emulator import statements as dispatch
 from consistent.emulator.binlog import (
     UNDEFINED_COMMIT_TIMESTAMP,
@@ -61,6 +62,7 @@ from consistent.emulator.variables import (
     select_value,
     value_text,
 )
+from consistent.emulator.xa import XaState, Xid, check_table_access
 from consistent.gtid import Gtid, GtidSet
 from consistent.protocol.constants import Capability, ServerStatus
 
@@ -114,12 +116,23 @@ class Session:
         self.user_vars: dict[str, object] = {}
         self.temp_tables: dict[tuple[str, str], TableDef] = {}
         self.store = SessionStore(server.storage)
-        self.functions = functions.FunctionHost(self.statement_time, self.time_zone)
+        self.functions = functions.FunctionHost(
+            self.statement_time, self.time_zone, gtid_tags=server.config.gtid_tags
+        )
         functions.register_functions(self.store.conn, self.functions)
+        self.functions.wait_check = lambda args: gtid_waits.check_now(self, args)
+        self.timed_out_waits: set[tuple[str, float | None]] = set()
+        """Per-row ``WAIT_FOR_EXECUTED_GTID_SET`` waits that timed out in this statement."""
         self.trackers = SessionTrackers(self._tracked_value, lambda: self.database)
         self._init_trackers()
         self.gtid_next: GtidNext = GtidNext()
         self.owned_gtid: Gtid | None = None
+        self.owns_anonymous = False
+        """``SET GTID_NEXT = 'ANONYMOUS'`` owns ANONYMOUS until the transaction ends; the next
+        statement that may change data takes it again
+        (``gtid_reacquire_ownership_if_anonymous``)."""
+        self.xa_state = XaState.NOTR
+        self.xa_xid: Xid | None = None
         self.skip_transaction = False
         self.in_txn = False
         self.txn_explicit = False
@@ -208,6 +221,11 @@ class Session:
         system = str(self.server.global_vars["system_time_zone"])
         zone = functions.timezone_for(str(self.vars["time_zone"]), system)
         return zone if zone is not None else dt.UTC
+
+    @property
+    def owns_gtid(self) -> bool:
+        """Whether the session owns a GTID or ANONYMOUS (``@@SESSION.gtid_owned`` not empty)."""
+        return self.owned_gtid is not None or self.owns_anonymous
 
     @property
     def has_session_track(self) -> bool:
@@ -351,6 +369,7 @@ class Session:
 
     def note_read(self) -> None:
         """A statement reads tables: snapshot inside a transaction, tracker 'R'."""
+        check_table_access(self)
         self._start_implicit_if_needed()
         if self.in_txn:
             self.store.begin_read()
@@ -358,6 +377,7 @@ class Session:
 
     async def begin_write(self) -> None:
         """A statement writes base tables: become the writer (lock wait, 1205 on timeout)."""
+        check_table_access(self)
         self._start_implicit_if_needed()
         if self.in_txn and self.txn_read_only:
             raise sql_error(ER.CANT_EXECUTE_IN_READ_ONLY_TRANSACTION)
@@ -438,52 +458,81 @@ class Session:
             return False
         return not self.system or self.server.config.log_replica_updates
 
-    async def commit_transaction(self) -> Gtid | None:
+    def saves_gtid_rows(self) -> bool:
+        """Whether this session's commits write their GTID to ``mysql.gtid_executed``: with
+        the binary log off, and from 8.0.17 also with it on."""
+        return not self._uses_binlog() or self.server.config.gtids_saved_at_commit
+
+    def take_gtid(self, *, logged: bool = True) -> Gtid | None:
+        """The GTID a transaction that is being logged commits with: the one the session owns
+        (``GTID_NEXT = 'uuid:n'``), else a new automatic one where the mode assigns GTIDs."""
+        if not logged:
+            return None
+        if self.owned_gtid is not None:
+            return self.owned_gtid
+        state = self.server.gtid_state
+        if (
+            self.gtid_next.type is GtidNextType.AUTOMATIC
+            and state.mode.assigns_gtids
+            and (self._uses_binlog() or self.server.binlog is None or self.system)
+        ):
+            return state.generate(self.connection_id)
+        return None
+
+    def log_transaction(
+        self,
+        statements: tuple[BinlogStatement, ...],
+        gtid: Gtid | None,
+        *,
+        xa: bool = False,
+    ) -> None:
+        """Append a committed (or XA-prepared) transaction to the binary log, if this session
+        writes one."""
+        config = self.server.config
+        immediate = int(self.server.clock() * 1_000_000) if config.commit_timestamps else 0
+        original = self._take_original_commit_timestamp(immediate)
+        binlog = self.server.binlog
+        if binlog is None or not self._uses_binlog():
+            return
+        self.server.binlog_append(
+            BinlogTransaction(
+                gtid=gtid,
+                statements=statements,
+                original_commit_timestamp=original,
+                immediate_commit_timestamp=immediate,
+                original_server_version=int(str(self.vars["original_server_version"]))
+                if self.system
+                else self.server.server_version_id,
+                immediate_server_version=self.server.server_version_id,
+                server_id=int(str(self.server.global_vars["server_id"])),
+                sequence_number=binlog.next_sequence_number(),
+                is_ddl=any(_is_ddl(s.sql) for s in statements),
+                xa=xa,
+            )
+        )
+
+    async def commit_transaction(self, *, xa: bool = False) -> Gtid | None:
         """Commit the open (or statement) transaction; returns its GTID, if any."""
         state = self.server.gtid_state
         changes = tuple(self.txn_changes)
-        owned = self.owned_gtid
         if self.skip_transaction:
             self.store.rollback()
             self._end_transaction()
             return None
-        logged = bool(changes) or owned is not None
-        use_binlog = self._uses_binlog()
-        gtid: Gtid | None = None
-        if logged:
-            if owned is not None:
-                gtid = owned
-            elif (
-                self.gtid_next.type is GtidNextType.AUTOMATIC
-                and state.mode.assigns_gtids
-                and (use_binlog or self.server.binlog is None or self.system)
-            ):
-                gtid = state.generate(self.connection_id)
-        if gtid is not None and not use_binlog:
+        logged = bool(changes) or self.owned_gtid is not None
+        gtid = self.take_gtid(logged=logged)
+        saves_row = self.saves_gtid_rows()
+        if gtid is not None and saves_row:
             await self._acquire_write()
-            gtid_table.insert_gtid(self.store.conn, gtid)
+            gtid_table.insert_gtid(self.store.conn, gtid, tagged=self.server.gtid_tagged)
         self.store.commit()
-        immediate = int(self.server.clock() * 1_000_000)
-        original = self._take_original_commit_timestamp(immediate)
-        if logged and use_binlog and self.server.binlog is not None:
-            self.server.binlog_append(
-                BinlogTransaction(
-                    gtid=gtid,
-                    statements=changes,
-                    original_commit_timestamp=original,
-                    immediate_commit_timestamp=immediate,
-                    original_server_version=int(str(self.vars["original_server_version"]))
-                    if self.system
-                    else self.server.server_version_id,
-                    immediate_server_version=self.server.server_version_id,
-                    server_id=int(str(self.server.global_vars["server_id"])),
-                    sequence_number=self.server.binlog.next_sequence_number(),
-                    is_ddl=any(_is_ddl(s.sql) for s in changes),
-                )
-            )
+        if logged:
+            self.log_transaction(changes, gtid, xa=xa)
+        else:
+            self.vars["original_commit_timestamp"] = UNDEFINED_COMMIT_TIMESTAMP
         if gtid is not None:
             state.commit(gtid)
-            if not use_binlog:
+            if saves_row:
                 self.server.saved_gtid(GtidSet([gtid]))
             self.trackers.collector.after_gtid_executed_update(gtid, system=self.system)
         self._end_transaction()
@@ -494,10 +543,21 @@ class Session:
         self.store.rollback()
         if self.owned_gtid is not None:
             self.server.gtid_state.release(self.owned_gtid)
+        if self.xa_xid is not None:  # an XA transaction not prepared yet ends with it
+            self.server.xa.active.pop(self.xa_xid, None)
+            self.xa_xid = None
+        self.xa_state = XaState.NOTR
         self.vars["original_commit_timestamp"] = UNDEFINED_COMMIT_TIMESTAMP
         self._end_transaction()
 
     def _end_transaction(self) -> None:
+        self.end_transaction(track=True)
+
+    def end_transaction(self, *, track: bool) -> None:
+        """The transaction is over (committed, rolled back or XA-prepared): GTID ownership is
+        released (an assigned ``GTID_NEXT`` becomes undefined); ``track`` also ends it for the
+        transaction-state tracker."""
+        self.owns_anonymous = False
         was = self.in_txn or self.stmt_active
         self.in_txn = False
         self.txn_explicit = False
@@ -510,7 +570,7 @@ class Session:
             self.owned_gtid = None
             if self.gtid_next.type is GtidNextType.ASSIGNED:
                 self.gtid_next = self.gtid_next.undefined()
-        if was or self.next_read_only is not None or self.next_isolation is not None:
+        if track and (was or self.next_read_only is not None or self.next_isolation is not None):
             self.next_read_only = None
             self.next_isolation = None
             tracker = self.trackers.transaction
@@ -627,12 +687,12 @@ class Session:
         self.running = statement.text
         self.command = "Query"
         handler, kind = dispatch.handler_for(statement, self.server.statement_handlers)
-        handler = dispatch.maybe_skip(self, handler, kind)
+        handler = dispatch.maybe_skip(self, handler, kind, statement)
         if kind is not dispatch.Kind.DIAGNOSTIC:
             self.warnings = []
         try:
-            dispatch.pre_statement_checks(self, kind)
-            res = await handler(self, statement)
+            dispatch.pre_statement_checks(self, kind, statement)
+            res = await self._run_handler(handler, statement)
             if self.stmt_active:
                 await self.commit_transaction()
         except SqlError as exc:
@@ -655,8 +715,34 @@ class Session:
             )
         return res
 
+    async def _run_handler(self, handler: dispatch.Handler, statement: Statement) -> StmtResult:
+        """Run the handler; when a per-row ``WAIT_FOR_EXECUTED_GTID_SET`` must wait, wait and
+        run the statement again (SQLite undid the interrupted statement)."""
+        self.timed_out_waits.clear()
+        while True:
+            try:
+                return await handler(self, statement)
+            except gtid_waits.WaitNeeded as need:
+                await self._row_wait(need)
+            except sqlite3.Error as exc:
+                error = map_sqlite_error(exc, self.functions)
+                if not isinstance(error, gtid_waits.WaitNeeded):
+                    raise error from exc
+                await self._row_wait(error)
+
+    async def _row_wait(self, need: gtid_waits.WaitNeeded) -> None:
+        # Outside a transaction the interrupted statement has nothing to keep: give the writer
+        # lock back while waiting, so the commit awaited can happen.
+        if not self.in_txn:
+            self.store.rollback()
+        await gtid_waits.satisfy(self, need)
+
     def _statement_failed(self, exc: SqlError) -> None:
         if self.stmt_active:
+            self.rollback_transaction()
+        elif not self.in_txn and self.owns_gtid:
+            # The failed statement's rollback releases what the session owned outside a
+            # transaction (``binlog_gtid_errors.result``: a refused SET GTID_NEXT frees it).
             self.rollback_transaction()
         self.errors = 1
         self.warnings = [Warning_("Error", exc.code, str(exc.args[1]))]

@@ -2,8 +2,16 @@
 
 The kind decides transaction and tracker behaviour around the handler: DDL commits the open
 transaction first, ROLLBACK and SAVEPOINT never make the GTID tracker collect, diagnostics
-(SHOW WARNINGS) keep the previous statement's warnings, and statements other than SET,
-SELECT, COMMIT, ROLLBACK and BEGIN fail with 1837 while ``GTID_NEXT`` is undefined.
+(SHOW WARNINGS) keep the previous statement's warnings.  Before a statement runs,
+``gtid_pre_statement_checks`` (``sql/rpl_gtid_execution.cc``) applies, in mysqld's order:
+
+* a statement that commits implicitly (DDL, BEGIN…) inside a transaction while ``GTID_NEXT``
+  is ``'uuid:n'`` fails with 1778 (nothing is committed);
+* statements other than SET, SELECT, DO, SHOW, USE, COMMIT, ROLLBACK and BEGIN fail with 1837
+  while ``GTID_NEXT`` is undefined (after the transaction that used an assigned GTID ended);
+* with ``GTID_NEXT = 'ANONYMOUS'`` such a statement takes anonymous ownership again;
+* inside an XA transaction, transaction control and implicit commits fail with 1399
+  (:mod:`consistent.emulator.xa`).
 """
 
 from __future__ import annotations
@@ -19,11 +27,20 @@ from consistent.emulator.results import StmtResult
 from consistent.emulator.sql import query
 from consistent.emulator.sql.lexer import Statement, Tok, TokenStream
 from consistent.emulator.tracker import TxReadFlags
+from consistent.emulator.xa import XaState
+from consistent.emulator.xa import rmfail as xa_rmfail
 
 if TYPE_CHECKING:
     from consistent.emulator.session import Session
 
-__all__ = ["NO_COLLECT", "Handler", "Kind", "handler_for", "pre_statement_checks"]
+__all__ = [
+    "NO_COLLECT",
+    "Handler",
+    "Kind",
+    "causes_implicit_commit",
+    "handler_for",
+    "pre_statement_checks",
+]
 
 Handler = Callable[["Session", Statement], Awaitable[StmtResult]]
 
@@ -43,6 +60,7 @@ class Kind(Enum):
     DIAGNOSTIC = "diagnostic"
     USE = "use"
     ADMIN = "admin"
+    XA = "xa"
 
 
 #: Kinds after which the GTID collector does not run (``shall_collect`` excludes ROLLBACK
@@ -60,17 +78,61 @@ _UNDEFINED_GTID_OK: Final = frozenset(
         Kind.USE,
     }
 )
-_SKIPPABLE: Final = frozenset({Kind.DML, Kind.DDL})
+_SKIPPABLE: Final = frozenset({Kind.DML, Kind.DDL, Kind.XA})
+#: Statements that cannot change data (``is_stmt_innocent``): no ANONYMOUS ownership.
+_INNOCENT: Final = frozenset({Kind.QUERY, Kind.SET, Kind.SHOW, Kind.DIAGNOSTIC, Kind.USE})
+#: ADMIN statements that commit the open transaction first (``CF_IMPLICIT_COMMIT_BEGIN``).
+_COMMITTING_ADMIN: Final = frozenset({"FLUSH", "RESET", "PURGE"})
 
 
-def pre_statement_checks(session: Session, kind: Kind) -> None:
-    """``gtid_pre_statement_checks``: 1837 while GTID_NEXT is undefined."""
-    if session.gtid_next.type is GtidNextType.UNDEFINED and kind not in _UNDEFINED_GTID_OK:
+def causes_implicit_commit(statement: Statement, kind: Kind) -> bool:
+    """Whether the statement commits an open transaction before it runs (BEGIN counts, as
+    in ``gtid_pre_statement_checks``); temporary-table DDL does not."""
+    if kind is Kind.BEGIN:
+        return True
+    if kind is Kind.DDL:
+        return statement.words(2)[1:] != ("TEMPORARY",)
+    return kind is Kind.ADMIN and statement.first in _COMMITTING_ADMIN
+
+
+def pre_statement_checks(session: Session, kind: Kind, statement: Statement) -> None:
+    """``gtid_pre_statement_checks`` (1778, 1837, ANONYMOUS ownership) and the XA state's
+    checks (1399); see the module docstring."""
+    gtid_next = session.gtid_next.type
+    implicit_commit = causes_implicit_commit(statement, kind)
+    if implicit_commit and session.in_txn and gtid_next is GtidNextType.ASSIGNED:
+        raise sql_error(ER.CANT_DO_IMPLICIT_COMMIT_IN_TRX_WHEN_GTID_NEXT_IS_SET)
+    if gtid_next is GtidNextType.UNDEFINED and kind not in _UNDEFINED_GTID_OK:
         raise sql_error(ER.GTID_NEXT_TYPE_UNDEFINED_GTID, str(session.gtid_next))
+    if gtid_next is GtidNextType.ANONYMOUS and kind not in _INNOCENT:
+        session.owns_anonymous = True
+    if session.xa_state is not XaState.NOTR:
+        _xa_checks(session, kind, statement, implicit_commit)
+
+
+def _xa_checks(session: Session, kind: Kind, statement: Statement, implicit_commit: bool) -> None:
+    """Inside an XA transaction: no COMMIT, ROLLBACK (but to a savepoint) or implicit commit;
+    in IDLE no data change either (reads are refused where they touch a table)."""
+    control = kind in (Kind.COMMIT, Kind.ROLLBACK) and statement.words(2)[1:] != ("TO",)
+    if control or implicit_commit or (session.xa_state is XaState.IDLE and kind is Kind.DML):
+        raise xa_rmfail(session)
 
 
 async def _skipped(session: Session, statement: Statement) -> StmtResult:
     if not session.in_txn:
+        session.rollback_transaction()
+    return StmtResult()
+
+
+async def _skipped_xa(session: Session, statement: Statement) -> StmtResult:
+    """An XA transaction whose GTID was executed: XA START opens the skipped transaction (so
+    the statements in it are skipped as in BEGIN … COMMIT), XA PREPARE / COMMIT / ROLLBACK
+    end it; nothing is run or logged."""
+    verb = statement.words(2)[1:]
+    if verb in (("START",), ("BEGIN",)):
+        if not session.in_txn:
+            session.begin_explicit(read_only=None, snapshot=False)
+    elif verb in (("PREPARE",), ("COMMIT",), ("ROLLBACK",)):
         session.rollback_transaction()
     return StmtResult()
 
@@ -127,7 +189,7 @@ async def _commit(session: Session, statement: Statement) -> StmtResult:
     ts.accept("WORK")
     chain, release = _chain_release(ts)
     read_only = session.txn_read_only
-    if session.in_txn or session.owned_gtid is not None or session.skip_transaction:
+    if session.in_txn or session.owns_gtid or session.skip_transaction:
         await session.commit_transaction()
     if chain:
         session.begin_explicit(read_only=read_only, snapshot=False)
@@ -148,7 +210,7 @@ async def _rollback(session: Session, statement: Statement) -> StmtResult:
         return StmtResult()
     chain, release = _chain_release(ts)
     read_only = session.txn_read_only
-    if session.in_txn or session.owned_gtid is not None or session.skip_transaction:
+    if session.in_txn or session.owns_gtid or session.skip_transaction:
         session.rollback_transaction()
     if chain:
         session.begin_explicit(read_only=read_only, snapshot=False)
@@ -253,6 +315,8 @@ async def _flush(session: Session, statement: Statement) -> StmtResult:
 async def _reset(session: Session, statement: Statement) -> StmtResult:
     ts = TokenStream(statement)
     ts.expect("RESET")
+    if ts.peek_upper() == "MASTER" and not session.server.config.reset_master:
+        raise ts.error()  # 8.4 has only RESET BINARY LOGS AND GTIDS
     if ts.accept("MASTER") or ts.accept("BINARY", "LOGS", "AND", "GTIDS"):
         if ts.accept("TO"):
             raise not_supported("RESET MASTER TO")
@@ -365,7 +429,7 @@ _FIRST_WORD: Final[dict[str, tuple[Handler, Kind]]] = {
     "EXECUTE": (_lazy(_PS, "run_sql_execute"), Kind.DML),
     "DEALLOCATE": (_lazy(_PS, "run_sql_deallocate"), Kind.SET),
     "LOCK": (_unsupported("LOCK TABLES"), Kind.ADMIN),
-    "XA": (_unsupported("XA transactions"), Kind.ADMIN),
+    "XA": (_lazy("consistent.emulator.xa", "run_xa"), Kind.XA),
     "GRANT": (_unsupported("GRANT"), Kind.DDL),
     "REVOKE": (_unsupported("REVOKE"), Kind.DDL),
     "CALL": (_unsupported("CALL"), Kind.DML),
@@ -414,8 +478,10 @@ def handler_for(
     return entry
 
 
-def maybe_skip(session: Session, handler: Handler, kind: Kind) -> Handler:
+def maybe_skip(session: Session, handler: Handler, kind: Kind, statement: Statement) -> Handler:
     """A transaction whose assigned GTID is already executed is skipped silently."""
     if session.skip_transaction and kind in _SKIPPABLE:
+        if kind is Kind.XA:
+            return handler if statement.words(2)[1:] == ("RECOVER",) else _skipped_xa
         return _skipped
     return handler

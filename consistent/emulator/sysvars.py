@@ -59,9 +59,7 @@ def _owned(session: Session, global_scope: bool) -> object:
         return session.server.gtid_state.owned_text()
     if session.owned_gtid is not None:
         return str(session.owned_gtid)
-    return (
-        "ANONYMOUS" if session.gtid_next.type is GtidNextType.ANONYMOUS and (session.in_txn) else ""
-    )
+    return "ANONYMOUS" if session.owns_anonymous else ""
 
 
 def _timestamp(session: Session, global_scope: bool) -> object:
@@ -90,7 +88,7 @@ def _check_outside_transaction(session: Session, var: SysVar) -> None:
     if session.in_txn:
         raise sql_error(ER.VARIABLE_NOT_SETTABLE_IN_TRANSACTION, var.name)
     owned = session.owned_gtid
-    if owned is not None or (session.gtid_next.type is GtidNextType.ANONYMOUS and session.in_txn):
+    if session.owns_gtid:
         raise sql_error(
             ER.CANT_SET_VARIABLE_WHEN_OWNING_GTID,
             var.name,
@@ -169,11 +167,12 @@ async def _gtid_next(session: Session, var: SysVar, value: object, global_scope:
     if not isinstance(value, str | bytes):
         raise sql_error(ER.WRONG_TYPE_FOR_VAR, var.name)
     text = value.decode() if isinstance(value, bytes) else value
-    spec = GtidNext.parse(text)
+    spec = GtidNext.parse(text, tags=session.server.config.gtid_tags)
     if session.in_txn:
         raise sql_error(ER.VARIABLE_NOT_SETTABLE_IN_TRANSACTION, var.name)
-    if session.owned_gtid is not None:
-        raise sql_error(ER.CANT_SET_GTID_NEXT_WHEN_OWNING_GTID, str(session.owned_gtid))
+    if session.owns_gtid:
+        held = str(session.owned_gtid) if session.owned_gtid is not None else "ANONYMOUS"
+        raise sql_error(ER.CANT_SET_GTID_NEXT_WHEN_OWNING_GTID, held)
     state = session.server.gtid_state
     if spec.type is GtidNextType.ANONYMOUS and state.mode is GtidMode.ON:
         raise sql_error(ER.CANT_SET_GTID_NEXT_TO_ANONYMOUS_WHEN_GTID_MODE_IS_ON)
@@ -181,6 +180,7 @@ async def _gtid_next(session: Session, var: SysVar, value: object, global_scope:
         raise sql_error(ER.CANT_SET_GTID_NEXT_TO_GTID_WHEN_GTID_MODE_IS_OFF)
     session.gtid_next = spec
     session.skip_transaction = False
+    session.owns_anonymous = spec.type is GtidNextType.ANONYMOUS
     if spec.gtid is not None:
         owned = state.try_acquire(spec.gtid, session.connection_id)
         if owned is None:  # another session owns it: wait (KILL QUERY interrupts)
@@ -204,7 +204,7 @@ async def _gtid_purged(session: Session, var: SysVar, value: object, global_scop
         )
     text = value.decode() if isinstance(value, bytes) else value
     try:
-        gtids, plus = GtidSet.parse_with_plus(text)
+        gtids, plus = GtidSet.parse_with_plus(text, tags=session.server.config.gtid_tags)
     except MalformedGtidSet as exc:
         raise sql_error(ER.MALFORMED_GTID_SET_SPECIFICATION, text[:200]) from exc
     await session.server.add_gtid_purged(gtids, plus=plus)

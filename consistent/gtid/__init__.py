@@ -1,7 +1,9 @@
 """GTIDs and GTID sets of both flavours: MySQL's ``uuid[:tag]:intervals`` and MariaDB's
 ``domain-server-seq`` positions.
 
-The MySQL parser accepts exactly what mysqld 8.4 accepts (``Gtid_set::add_gtid_text`` in
+The MySQL parser reads the syntax of a server version: tags only from 8.3 (``tags=False``
+gives 8.0's grammar; :func:`gtid_tags_in` says which a version string speaks).  With tags it
+accepts exactly what mysqld 8.4 accepts (``Gtid_set::add_gtid_text`` in
 ``sql/rpl_gtid_set.cc`` with ``Tsid``/``Tag::from_cstring`` from ``libs/mysql/gtid``), including its
 oddities: whitespace almost anywhere, empty entries, ``strtoll`` base-0 numbers (``0x10``,
 ``010``), silently dropped ``end < start`` intervals, and 8.4's blank item after a colon that
@@ -28,15 +30,17 @@ from consistent.gtid._scan import _strtoll as _strtoll
 from consistent.gtid._scan import _tag_from_cstring as _tag_from_cstring
 from consistent.gtid._scan import _tsid_from_cstring as _tsid_from_cstring
 from consistent.gtid.mariadb import MariaGtid, MariaPosition
-from consistent.gtid.mysql import MAX_GNO, Gtid, GtidSet
+from consistent.gtid.mysql import MAX_GNO, TAGS_SINCE, Gtid, GtidSet, gtid_tags_in
 
 __all__ = [
     "MAX_GNO",
+    "TAGS_SINCE",
     "Gtid",
     "GtidSet",
     "GtidState",
     "MariaGtid",
     "MariaPosition",
+    "gtid_tags_in",
 ]
 
 #: Either flavour's GTID state, for code that does not care which server it talks to.

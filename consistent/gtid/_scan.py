@@ -1,10 +1,14 @@
-"""Scanners for MySQL GTID text that accept exactly what mysqld 8.4 accepts.
+"""Scanners for MySQL GTID text that accept exactly what mysqld accepts, by version.
 
 Each function is written after the C code it is named for (glibc ``strtoll``,
 ``Tag::from_cstring``, ``Tsid::from_cstring``, ``Gtid_set::add_gtid_text``,
 ``Gtid::parse_gtid_from_cstring``), so a string the server takes is taken here with the same
 meaning and a string it rejects is rejected.  Canonical text first tries the regex fast path,
 which gives the same result as the character scanner and falls back to it for everything else.
+
+``tags`` chooses the syntax: with tags (MySQL 8.3 and later, the 8.4 code) an item after a colon
+may be a tag; without (8.0 and 5.7, ``Sid::parse`` then ``parse_gno``) every item after a colon
+must be a number, so ``uuid:a`` and ``uuid:1:`` are malformed.
 """
 
 from __future__ import annotations
@@ -115,11 +119,14 @@ def _source_key(uuid: str, tag: str | None) -> str:
     return f"{uuid}:{tag}" if tag else uuid
 
 
-def _tsid_from_cstring(text: str, pos: int) -> tuple[int, str]:
-    """``Tsid::from_cstring``: ``(characters consumed, source key)``; 0 consumed on error."""
+def _tsid_from_cstring(text: str, pos: int, tags: bool = True) -> tuple[int, str]:
+    """``Tsid::from_cstring``: ``(characters consumed, source key)``; 0 consumed on error.
+    Without ``tags`` it is 8.0's ``Sid::parse``: the UUID alone."""
     if _UUID_RE.match(text, pos) is None:
         return 0, ""
     uuid = text[pos : pos + _UUID_LENGTH].lower()
+    if not tags:
+        return _UUID_LENGTH, uuid
     p = _skip_ws(text, pos + _UUID_LENGTH)
     if p >= len(text) or text[p] == ",":
         return p - pos, uuid
@@ -138,8 +145,11 @@ def _cut_at_nul(text: str) -> str:
     return text if nul < 0 else text[:nul]
 
 
-def _parse_set_slow(text: str, allow_plus: bool) -> tuple[dict[str, list[tuple[int, int]]], bool]:
-    """``Gtid_set::add_gtid_text`` of mysqld 8.4, character by character."""
+def _parse_set_slow(
+    text: str, allow_plus: bool, tags: bool = True
+) -> tuple[dict[str, list[tuple[int, int]]], bool]:
+    """``Gtid_set::add_gtid_text`` of mysqld 8.4 (8.0 without ``tags``), character by
+    character."""
     n = len(text)
     i = _skip_ws(text, 0)
     plus = False
@@ -159,18 +169,19 @@ def _parse_set_slow(text: str, allow_plus: bool) -> tuple[dict[str, list[tuple[i
             i = _skip_ws(text, i + 1)
         if i >= n:
             return ranges, plus
-        used, key = _tsid_from_cstring(text, i)
+        used, key = _tsid_from_cstring(text, i, tags)
         if used == 0:
             raise malformed()
         uuid = key[:_UUID_LENGTH]
         i = _skip_ws(text, i + used)
         while i < n and text[i] == ":":
             i += 1
-            used, tag = _tag_from_cstring(text, i)
-            i = _skip_ws(text, i + used)
-            if used > 0:
-                key = _source_key(uuid, tag)
-                continue
+            if tags:
+                used, tag = _tag_from_cstring(text, i)
+                i = _skip_ws(text, i + used)
+                if used > 0:
+                    key = _source_key(uuid, tag)
+                    continue
             start, i = _parse_gno(text, i)
             if start <= 0:
                 raise malformed()
@@ -222,7 +233,7 @@ def _fast_entry_unsorted(entry: str) -> _Flat | None:
     return _normalise(pairs)
 
 
-def _parse_set_fast(text: str) -> dict[str, _Flat] | None:
+def _parse_set_fast(text: str, tags: bool = True) -> dict[str, _Flat] | None:
     """The common shapes, with the same result as the slow scanner; None when the text needs
     the slow scanner (which also produces the error for malformed text)."""
     out: dict[str, _Flat] = {}
@@ -242,7 +253,7 @@ def _parse_set_fast(text: str) -> dict[str, _Flat] | None:
             have = out.get(key)
             out[key] = flat if have is None else _flat_union(have, flat)
             continue
-        if tagged(entry) is None:
+        if not tags or tagged(entry) is None:
             return None
         found = _fast_tagged_entry(entry, key)
         if found is None:
@@ -271,11 +282,12 @@ def _fast_tagged_entry(entry: str, uuid: str) -> dict[str, _Flat] | None:
     return {k: _normalise(pairs) for k, pairs in ranges.items()}
 
 
-def _parse_gtid(text: str) -> tuple[str, str | None, int] | None:
-    """``Gtid::parse_gtid_from_cstring`` of mysqld 8.4: ``(uuid, tag, gno)`` or None."""
+def _parse_gtid(text: str, tags: bool = True) -> tuple[str, str | None, int] | None:
+    """``Gtid::parse_gtid_from_cstring`` of mysqld 8.4 (8.0's ``Gtid::parse`` without
+    ``tags``): ``(uuid, tag, gno)`` or None."""
     text = _cut_at_nul(text)
     m = _FAST_GTID_RE.fullmatch(text)
-    if m is not None:
+    if m is not None and (tags or m[2] is None):
         gno = int(m[3])
         if gno > MAX_GNO:
             return None
@@ -290,7 +302,7 @@ def _parse_gtid(text: str) -> tuple[str, str | None, int] | None:
     if i >= n or text[i] != ":":
         return None
     i = _skip_ws(text, i + 1)
-    used, tag = _tag_from_cstring(text, i)
+    used, tag = _tag_from_cstring(text, i) if tags else (0, "")
     i = _skip_ws(text, i + used)
     if tag:
         if i >= n or text[i] != ":":

@@ -33,7 +33,10 @@ from consistent.gtid._scan import (
     _source_key,
 )
 
-__all__ = ["MAX_GNO", "Gtid", "GtidSet"]
+__all__ = ["MAX_GNO", "TAGS_SINCE", "Gtid", "GtidSet", "gtid_tags_in"]
+
+#: The first MySQL version whose GTIDs may carry a tag (``uuid:tag:gno``, WL#15294): 8.3.0.
+TAGS_SINCE = (8, 3, 0)
 
 # ER_GNO_EXHAUSTED, raised by Gtid_state::get_automatic_gno when a source has no GNO left.
 _ER_GNO_EXHAUSTED = 1775
@@ -41,6 +44,26 @@ _GNO_EXHAUSTED_MESSAGE = (
     "Impossible to generate Global Transaction Identifier: the integer component reached the "
     "maximal value. Restart the server with a new server_uuid."
 )
+
+
+def gtid_tags_in(server_version: str | bytes | None) -> bool:
+    """Whether a MySQL server of ``server_version`` (``"8.0.36-log"``, ``"8.4.3"``) writes and
+    reads tagged GTIDs: from 8.3 on.  A version that does not start with numbers is taken for
+    the newest syntax, which also reads every untagged text."""
+    if isinstance(server_version, bytes):
+        server_version = server_version.decode("ascii", "replace")
+    if not server_version:
+        return True
+    numbers: list[int] = []
+    for part in server_version.split("-", 1)[0].split(".")[:3]:
+        digits = part[: len(part) - len(part.lstrip("0123456789"))]
+        if not digits:
+            break
+        numbers.append(int(digits))
+    if not numbers:
+        return True
+    numbers += [0] * (3 - len(numbers))
+    return tuple(numbers) >= TAGS_SINCE
 
 
 def _canonical_uuid(uuid: object) -> str | None:
@@ -83,9 +106,12 @@ class Gtid:
             object.__setattr__(self, "tag", tag or None)
 
     @classmethod
-    def parse(cls, text: str) -> Gtid:
-        """Parse one GTID as ``SET gtid_next`` does; raises :class:`MalformedGtid` (1774)."""
-        parsed = _parse_gtid(text)
+    def parse(cls, text: str, *, tags: bool = True) -> Gtid:
+        """Parse one GTID as ``SET gtid_next`` does; raises :class:`MalformedGtid` (1774).
+
+        ``tags=False`` reads the syntax of servers before 8.3, where ``uuid:tag:gno`` is
+        malformed."""
+        parsed = _parse_gtid(text, tags)
         if parsed is None:
             raise MalformedGtid(text)
         uuid, tag, gno = parsed
@@ -134,24 +160,26 @@ class GtidSet:
     # ----- construction -------------------------------------------------------------------
 
     @classmethod
-    def parse(cls, text: str) -> GtidSet:
+    def parse(cls, text: str, *, tags: bool = True) -> GtidSet:
         """Parse GTID-set text exactly as mysqld does; raises :class:`MalformedGtidSet` (1772).
 
         The empty or all-whitespace string is the empty set.  A leading ``+`` is not accepted
-        here; see :meth:`parse_with_plus` for ``SET GTID_PURGED = '+…'``.
+        here; see :meth:`parse_with_plus` for ``SET GTID_PURGED = '+…'``.  ``tags=False``
+        reads the syntax of servers before 8.3 (:func:`gtid_tags_in`): an item after a colon
+        must be a number, so ``uuid:a`` is malformed there.
         """
         text = _cut_at_nul(text)
-        flats = _parse_set_fast(text)
+        flats = _parse_set_fast(text, tags)
         if flats is None:
-            ranges, _ = _parse_set_slow(text, allow_plus=False)
+            ranges, _ = _parse_set_slow(text, allow_plus=False, tags=tags)
             return cls._from_ranges(ranges)
         return cls._wrap(Map(flats))
 
     @classmethod
-    def parse_with_plus(cls, text: str) -> tuple[GtidSet, bool]:
+    def parse_with_plus(cls, text: str, *, tags: bool = True) -> tuple[GtidSet, bool]:
         """Parse text that may start with ``+`` (``SET GTID_PURGED``); returns the set and whether
         the ``+`` was there."""
-        ranges, plus = _parse_set_slow(_cut_at_nul(text), allow_plus=True)
+        ranges, plus = _parse_set_slow(_cut_at_nul(text), allow_plus=True, tags=tags)
         return cls._from_ranges(ranges), plus
 
     @classmethod

@@ -65,16 +65,18 @@ def empty_state(flavor: FlavorName) -> GtidState:
     return GtidSet() if flavor == "mysql" else MariaPosition()
 
 
-def parse_state(text: str, flavor: FlavorName) -> GtidState:
-    """Parse server text (``gtid_executed``, ``gtid_binlog_pos``…) in ``flavor``'s syntax."""
+def parse_state(text: str, flavor: FlavorName, *, tags: bool = True) -> GtidState:
+    """Parse server text (``gtid_executed``, ``gtid_binlog_pos``…) in ``flavor``'s syntax
+    (``tags=False``: a MySQL server before 8.3, whose GTIDs have no tags)."""
     if flavor == "mysql":
-        return GtidSet.parse(text)
+        return GtidSet.parse(text, tags=tags)
     return MariaPosition.parse(text.strip())
 
 
-def parse_tracked(text: str, flavor: FlavorName) -> GtidState:
+def parse_tracked(text: str, flavor: FlavorName, *, tags: bool = True) -> GtidState:
     """A GTID text from an OK packet, parsed in ``flavor``'s syntax (raises
-    :class:`~consistent.errors.MalformedGtidSet`).
+    :class:`~consistent.errors.MalformedGtidSet`); ``tags=False`` for a MySQL server before
+    8.3, which has no tagged GTIDs.
 
     MariaDB's ``last_gtid`` is one plain ``domain-server-seq``: for that shape, splitting and
     three ``int()`` take half the time of the general parser, which follows MariaDB's
@@ -88,7 +90,7 @@ def parse_tracked(text: str, flavor: FlavorName) -> GtidState:
                 return MariaPosition((MariaGtid(int(parts[0]), int(parts[1]), int(parts[2])),))
             except MalformedGtid:
                 pass  # out of range: the general parser rejects it with the right error
-    return parse_state(text, flavor)
+    return parse_state(text, flavor, tags=tags)
 
 
 def _mismatch(a: GtidState, b: GtidState) -> InterfaceError:

@@ -14,6 +14,7 @@ import math
 import pytest
 
 from consistent.emulator.binlog import BinlogTransaction
+from consistent.emulator.config import VERSION_57
 from consistent.emulator.errors import SqlError
 from consistent.emulator.replication import (
     ChannelSpec,
@@ -262,5 +263,41 @@ def test_seconds_behind_source_includes_the_delay() -> None:
             assert status["Seconds_Behind_Source"] == 7
             await clock.sleep(4.0)
             assert (await first(replica, "SHOW REPLICA STATUS"))["Seconds_Behind_Source"] == 0
+
+    run_virtual(scenario)
+
+
+@pytest.mark.parametrize("skew", [2.0, -3.0, 0.0])
+def test_source_without_commit_timestamps_counts_the_clock_difference(skew: float) -> None:
+    """A 5.7 source writes no commit timestamps: the delay ends at the event's time (source
+    clock) + the replica's clock difference with the source + SOURCE_DELAY
+    (``sql_delay_event()``).  A replica whose clock runs 2 s ahead still waits the full 10 s
+    after the source's commit, not 8."""
+    spec = TopologySpec(
+        servers=(
+            ServerSpec("primary", version=VERSION_57),
+            ServerSpec("replica1", clock_skew=skew),
+        ),
+        channels=(
+            ChannelSpec("primary", "replica1", lag=LagModel(network=Fixed(NETWORK)), delay=DELAY),
+        ),
+    )
+
+    async def scenario(clock: VirtualClock) -> None:
+        async with await virtual_topology(spec, clock) as topo:
+            primary, replica = topo.server("primary"), topo.server("replica1")
+            await clock.sleep(0.25)
+            committed = clock()  # the source's (unskewed) clock at the commit
+            await execute(primary, "CREATE DATABASE d")
+            source_tx = transactions(primary)[-1]
+            assert source_tx.immediate_commit_timestamp == 0  # a 5.7 event has none
+            await clock.sleep(DELAY - 1.5)
+            assert replica.gtid_state.executed.is_empty()
+            status = await first(replica, "SHOW REPLICA STATUS")
+            assert status["SQL_Remaining_Delay"] is not None
+            await clock.sleep(2.5)
+            assert replica.gtid_state.executed == primary.gtid_state.executed
+            applied = transactions(replica)[-1].immediate_commit_timestamp / 1e6 - skew
+            assert applied == pytest.approx(int(committed) + DELAY, abs=1e-6)
 
     run_virtual(scenario)

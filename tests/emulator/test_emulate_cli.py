@@ -18,6 +18,7 @@ import pymysql
 import pytest
 
 from consistent.emulator.cli import add_emulate_command, build_spec, configure, run_emulate
+from consistent.emulator.config import VERSION_80, VERSION_84
 from consistent.emulator.replication import (
     Exponential,
     Fixed,
@@ -55,6 +56,11 @@ def test_flags_for_a_chain_and_a_delayed_replica() -> None:
     assert [c.delay for c in delayed.channels] == [0, 30]
     multi = build_spec(parse("--multi-source", "2"))
     assert multi.replicas == ("replica",)
+    versioned = build_spec(parse("--replicas", "1", "--mysql-version", "8.4"))
+    assert {s.version for s in versioned.servers} == {VERSION_84}
+    assert {s.version for s in build_spec(parse("--mysql-version", "8.0.16")).servers} == {
+        "8.0.16-consistent-emulator"
+    }
 
 
 def test_bad_flags_are_usage_errors() -> None:
@@ -77,6 +83,7 @@ def test_toml_spec(tmp_path: Path) -> None:
             log_bin = false
             compression_period = 10
             clock_skew = "-1.5s"
+            version = "8.4"
 
             [[channel]]
             source = "primary"
@@ -93,6 +100,7 @@ def test_toml_spec(tmp_path: Path) -> None:
     passive = spec.server("passive")
     assert (passive.log_bin, passive.gtid_executed_compression_period) == (False, 10)
     assert passive.clock_skew == -1.5
+    assert (passive.version, spec.server("primary").version) == (VERSION_84, VERSION_80)
     (channel,) = spec.channels
     assert (channel.source, channel.replica, channel.delay) == ("primary", "passive", 3)
     assert channel.lag.network == Exponential(0.05)

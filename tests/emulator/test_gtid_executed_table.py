@@ -87,9 +87,9 @@ def test_binlog_off_writes_the_row_inside_the_transaction() -> None:
     run(scenario())
 
 
-def test_binlog_on_writes_at_rotation_and_shutdown() -> None:
+def test_binlog_on_writes_at_rotation_and_shutdown_before_8_0_17() -> None:
     async def scenario() -> None:
-        srv = server(log_bin=True)
+        srv = server(log_bin=True, version="8.0.16-consistent-emulator")
         s = srv.open_session()
         await q(s, "CREATE DATABASE d")
         await q(s, "CREATE DATABASE e")
@@ -219,6 +219,34 @@ def test_restart_binlog_off_uses_the_table_only() -> None:
         assert str(srv.gtid_state.executed) == f"{U}:1-2"
         s = srv.open_session()
         assert await scalar(s, "SELECT COUNT(*) FROM d.t") == 0
+        await srv.shutdown()
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("version", ["8.0.16-consistent-emulator", "8.0.36-consistent-emulator"])
+def test_start_writes_binlog_gtids_missing_from_the_table(version: str) -> None:
+    """After a crash that saved nothing (before 8.0.17 rows come at rotation and shutdown),
+    the start writes the binary log's GTIDs into the table; from 8.0.17 commits wrote them."""
+
+    async def scenario() -> None:
+        srv = server(log_bin=True, version=version)
+        s = srv.open_session()
+        await q(s, "CREATE DATABASE d")
+        await q(s, "CREATE DATABASE e")
+        before = srv.gtid_table_rows()
+        assert before == ([] if version.startswith("8.0.16") else [(U, 1, 1), (U, 2, 2)])
+        srv.restart()  # a crash: no shutdown, nothing saved
+        assert str(srv.gtid_state.executed) == f"{U}:1-2"
+        s = srv.open_session()
+        table = await rows(s, "SELECT * FROM mysql.gtid_executed")
+        assert sorted(table) == [(U, 1, 1), (U, 2, 2)] or table == [(U, 1, 2)]
+        assert GtidSet.from_intervals(
+            {(U, None): [(int(str(a)), int(str(b))) for _, a, b in table]}
+        ) == GtidSet.parse(f"{U}:1-2")
+        await srv.start()
+        await srv.compressor.wait_idle()
+        assert await rows(s, "SELECT * FROM mysql.gtid_executed") == [(U, 1, 2)]
         await srv.shutdown()
 
     run(scenario())

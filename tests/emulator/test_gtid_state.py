@@ -194,7 +194,9 @@ def test_gtid_next_parsing_quirks() -> None:
     run(scenario())
 
 
-def test_gtid_next_errors_1790_1781_1782() -> None:
+def test_gtid_next_errors_1790_1782_1781() -> None:
+    """1782 ANONYMOUS under GTID_MODE=ON, 1781 UUID:NUMBER under OFF (mysqld_error.h)."""
+
     async def scenario() -> None:
         srv = server()
         s = srv.open_session()
@@ -205,13 +207,19 @@ def test_gtid_next_errors_1790_1781_1782() -> None:
         await q(s, "ROLLBACK")
         with pytest.raises(SqlError) as info:
             await q(s, "SET GTID_NEXT = 'ANONYMOUS'")
-        assert info.value.args[0] == 1781
+        assert info.value.args == (
+            1782,
+            "@@SESSION.GTID_NEXT cannot be set to ANONYMOUS when @@GLOBAL.GTID_MODE = ON.",
+        )
         await srv.shutdown()
         off = server(gtid_mode=GtidMode.OFF)
         s = off.open_session()
         with pytest.raises(SqlError) as info:
             await q(s, f"SET GTID_NEXT = '{U2}:1'")
-        assert info.value.args[0] == 1782
+        assert info.value.args == (
+            1781,
+            "@@SESSION.GTID_NEXT cannot be set to UUID:NUMBER when @@GLOBAL.GTID_MODE = OFF.",
+        )
         await off.shutdown()
 
     run(scenario())

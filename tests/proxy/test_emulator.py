@@ -115,3 +115,48 @@ def test_replica_hints_on_what_may_write_go_to_the_primary(
         assert (value, port != primary) == (10, True)
     finally:
         conn.close()
+
+
+def test_the_proxy_reads_an_8_4_servers_tagged_gtids() -> None:
+    """An 8.4 primary's executed set holds a tagged GTID; the proxy, which parses a server's
+    GTIDs by the version in its handshake, routes a read_latest read through it."""
+    from consistent.emulator.config import VERSION_84
+    from consistent.emulator.replication import ServerSpec, TopologySpec
+
+    base = TopologySpec.primary_with_replicas(1, lag=LagModel(network=Fixed(LAG)))
+    spec = TopologySpec(
+        servers=tuple(ServerSpec(s.name, version=VERSION_84) for s in base.servers),
+        channels=base.channels,
+    )
+    with start_topology(spec) as topology:
+        primary = topology.primary
+        admin = pymysql.connect(
+            host="127.0.0.1", port=primary.port, user=primary.user, autocommit=True
+        )
+        with admin.cursor() as cur:
+            cur.execute(f"SET GTID_NEXT = '{primary.server_uuid}:app:1'")
+            cur.execute("CREATE DATABASE tagged")
+            cur.execute("SET GTID_NEXT = 'AUTOMATIC'")
+            cur.execute("CREATE TABLE tagged.t (a INT)")
+            cur.execute("INSERT INTO tagged.t VALUES (7)")
+        admin.close()
+        config = parse(
+            {
+                "listen": "127.0.0.1:0",
+                "wait_timeout": 2.0,
+                "level": "read_latest",
+                "backends": {
+                    "primary": f"127.0.0.1:{primary.port}",
+                    "replicas": [f"127.0.0.1:{r.port}" for r in topology.replicas],
+                    "user": primary.user,
+                    "password": primary.password,
+                    "monitor_interval_ms": 50,
+                },
+                "users": USERS,
+            }
+        )
+        with ProxyThread(config) as proxy:
+            conn = connect(proxy)
+            assert conn.get_server_info().startswith("8.4.")
+            assert rows(conn, "SELECT a FROM tagged.t") == [(7,)]
+            conn.close()

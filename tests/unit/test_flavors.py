@@ -20,6 +20,7 @@ from consistent.errors import (
 from consistent.flavors import (
     MARIADB,
     MYSQL,
+    MYSQL_UNTAGGED,
     Flavor,
     MariaDBFlavor,
     MySQLFlavor,
@@ -53,20 +54,37 @@ TRACKING_CAPS = int(Capability.PROTOCOL_41 | Capability.SESSION_TRACK)
 @pytest.mark.parametrize(
     ("version", "expected"),
     [
-        ("8.0.36", MYSQL),
-        ("5.7.44-log", MYSQL),
+        # Before 8.3 MySQL has no tagged GTIDs: its text is read with 8.0's grammar.
+        ("8.0.36", MYSQL_UNTAGGED),
+        ("5.7.44-log", MYSQL_UNTAGGED),
         ("8.4.0-commercial", MYSQL),
-        ("8.0.34-26-Percona Server (GPL)", MYSQL),
+        ("8.3.0", MYSQL),
+        ("8.0.34-26-Percona Server (GPL)", MYSQL_UNTAGGED),
         # MariaDB's handshake prefix that keeps pre-10 clients working.
         ("5.5.5-10.11.6-MariaDB-0+deb12u1", MARIADB),
         ("10.11.19-MariaDB-0+deb12u1-log", MARIADB),
         ("11.4.2-mariadb", MARIADB),
         (b"5.5.5-10.6.16-MariaDB", MARIADB),
-        (b"8.0.36", MYSQL),
+        (b"8.0.36", MYSQL_UNTAGGED),
     ],
 )
 def test_detect_flavor_from_the_handshake_version(version: str | bytes, expected: Flavor) -> None:
     assert detect_flavor(version) is expected
+
+
+def test_gtid_text_is_read_by_the_servers_version() -> None:
+    """A tag is text only an 8.3+ server sends: an 8.0 server's OK packet cannot carry one, so
+    reading ``uuid:a:1`` from it is the server's fault (RemoteProtocolError); 8.4's reads it."""
+    tagged = f"{UUID_A}:a:1"
+    block = Gtids(tagged)
+    assert detect_flavor("8.4.3").gtids_from_session_state([block]) == GtidSet.parse(tagged)
+    with pytest.raises(RemoteProtocolError):
+        detect_flavor("8.0.36").gtids_from_session_state([block])
+    with pytest.raises(MalformedGtidSet):
+        detect_flavor("8.0.36").parse_state(f"{UUID_A}:a")
+    untagged = f"{UUID_A}:1-3"
+    for version in ("8.0.36", "8.4.3"):
+        assert detect_flavor(version).parse_state(untagged) == GtidSet.parse(untagged)
 
 
 def test_flavor_by_name_overrides_detection() -> None:

@@ -481,3 +481,30 @@ def libc_strtoll(text: str) -> tuple[int, int]:
 @example("-99999999999999999999")
 def test_strtoll_matches_the_c_library(text: str) -> None:
     assert _strtoll(text, 0) == libc_strtoll(text)
+
+
+# --------------------------------------------------------------------------------------------
+# The grammar by server version: tags only from 8.3.
+# --------------------------------------------------------------------------------------------
+
+untagged_specs = st.lists(entries.map(lambda e: (e[0], None, e[2], e[3])), max_size=8)
+tagged_specs = specs.filter(lambda spec: any(tag is not None for _, tag, _, _ in spec))
+
+
+@fast
+@given(st.data())
+def test_the_8_0_grammar_reads_untagged_text_as_8_4_does(data: st.DataObject) -> None:
+    text = data.draw(spec_text(data.draw(untagged_specs)))
+    assert GtidSet.parse(text, tags=False) == GtidSet.parse(text)
+    for uuid, _tag, start, _end in GtidSet.parse(text).intervals():
+        assert Gtid.parse(f" {uuid.upper()} : {start} ", tags=False) == Gtid(uuid, start)
+
+
+@fast
+@given(st.data())
+def test_the_8_0_grammar_refuses_every_tag(data: st.DataObject) -> None:
+    text = data.draw(spec_text(data.draw(tagged_specs)))
+    with pytest.raises(MalformedGtidSet):
+        GtidSet.parse(text, tags=False)
+    with pytest.raises(MalformedGtidSet):
+        GtidSet.parse_with_plus(text, tags=False)

@@ -752,6 +752,29 @@ def test_state_a_replica_cannot_have_pins_the_session(sql: str, reason: str) -> 
     assert d.reason_text == f"pinned({reason})"
 
 
+def test_xa_statements_are_primary_only_transaction_control() -> None:
+    """XA START … XA COMMIT run on the primary and pin the session there (an XA transaction
+    is bound to its connection until XA PREPARE, and XA COMMIT may name one prepared
+    elsewhere); the GTIDs XA PREPARE and XA COMMIT report become the required set."""
+    policy, _, _ = make()
+    steps = [
+        ("XA START 'x'", None),
+        ("INSERT INTO t VALUES (1)", None),
+        ("SELECT * FROM t", None),
+        ("XA END 'x'", None),
+        ("XA PREPARE 'x'", gs(f"{A}:7")),
+        ("XA COMMIT 'x'", gs(f"{A}:8")),
+        ("XA RECOVER", None),
+    ]
+    for sql, produced in steps:
+        d = write(policy, sql, produced)
+        assert (d.action, d.target) == (Action.EXECUTE, PRIMARY), sql
+    assert policy.pinned == "xa_transaction"
+    d = drive(policy, "SELECT 1").final
+    assert (d.target, d.reason) == (PRIMARY, Reason.PINNED)
+    assert policy.token == f"mysql:{A}:7-8"
+
+
 def test_unlock_tables_releases_the_lock_tables_pin() -> None:
     policy, _, _ = make()
     drive(policy, "LOCK TABLES t READ")

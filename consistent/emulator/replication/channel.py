@@ -166,6 +166,9 @@ class Channel:
         self.io_thread_id = 0
         self.sql_thread_id = 0
         self.delay_end: int | None = None
+        self.clock_diff = 0
+        """The replica's clock minus the source's, in whole seconds, as the receiver saw it
+        when it connected (``clock_diff_with_master``)."""
         self.source_uuid = ""
         self.source_server_id = 0
         self.source_log_file = ""
@@ -365,6 +368,8 @@ class Channel:
         self.io_stage = IO_WAITING
         self.source_uuid = source.config.server_uuid.lower()
         self.source_server_id = int(str(source.global_vars["server_id"]))
+        # ``clock_diff_with_master``: time(0) here minus the source's UNIX_TIMESTAMP().
+        self.clock_diff = int(self.replica.clock()) - int(source.clock())
         loop = asyncio.get_running_loop()
         inbox: asyncio.Queue[tuple[BinlogTransaction, float]] = asyncio.Queue()
         unsubscribe = binlog.subscribe(lambda t: inbox.put_nowait((t, loop.time())))
@@ -521,7 +526,7 @@ class Channel:
         delay = self.config.delay
         if delay <= 0:
             return
-        end = sql_delay_end(transaction, delay)
+        end = sql_delay_end(transaction, delay, self.clock_diff)
         if end <= self.replica.clock():
             return
         self.delay_end = end

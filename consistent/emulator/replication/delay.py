@@ -6,7 +6,9 @@ the transaction committed on the *immediate* source::
     sql_delay_end = ceil(immediate_commit_timestamp / 1e6) + SOURCE_DELAY
 
 (``sql/rpl_replica.cc sql_delay_event()``).  A transaction without commit timestamps (from a
-5.7 source) falls back to its event time.  While waiting, ``REMAINING_DELAY`` /
+5.7 source) ends its delay at its event time, which is the source's clock, plus the replica's
+clock difference with that source (``clock_diff_with_master``: replica time minus source time,
+taken when the receiver connects), plus ``SOURCE_DELAY``.  While waiting, ``REMAINING_DELAY`` /
 ``SQL_Remaining_Delay`` is ``max(0, sql_delay_end - now)`` in whole seconds; otherwise NULL.
 The configured value survives START/STOP REPLICA; RESET REPLICA sets it back to 0.
 """
@@ -59,13 +61,14 @@ def check_delay(text: str) -> int:
     return value
 
 
-def sql_delay_end(transaction: BinlogTransaction, delay: int) -> int:
-    """When (whole seconds since the epoch) the applier may execute ``transaction``."""
+def sql_delay_end(transaction: BinlogTransaction, delay: int, clock_diff: int = 0) -> int:
+    """When (whole seconds since the epoch, replica clock) the applier may execute
+    ``transaction``; ``clock_diff`` is the replica's clock minus its source's, in seconds."""
     immediate = transaction.immediate_commit_timestamp
     if immediate > 0:
         return -(-immediate // _US) + delay  # ceil without float rounding
     event_time = next((s.timestamp for s in transaction.statements if s.timestamp), 0.0)
-    return int(event_time or 0) + delay
+    return int(event_time or 0) + clock_diff + delay
 
 
 def remaining_delay(end: int, now: float) -> int:

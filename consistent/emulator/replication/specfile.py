@@ -20,6 +20,7 @@ or ``chain = 3`` / ``multi_source = 2`` instead of ``replicas``; or explicit tab
     log_bin = false
     compression_period = 10
     clock_skew = "-1.5s"
+    version = "8.4"          # MySQL version emulated: 8.0 (default), 8.4, or x.y.z
 
     [[channel]]
     source = "primary"
@@ -46,6 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
+from consistent.emulator.config import DEFAULT_VERSION, emulated_version
 from consistent.emulator.replication.lagmodel import (
     Burst,
     Distribution,
@@ -204,6 +206,7 @@ def spec_from_mapping(data: Mapping[str, Any]) -> TopologySpec:
                 log_replica_updates=bool(item.get("log_replica_updates", True)),
                 gtid_executed_compression_period=int(item.get("compression_period", 0)),
                 clock_skew=_signed_seconds(item.get("clock_skew", 0), "clock_skew"),
+                version=emulated_version(str(item.get("version", DEFAULT_VERSION))),
             )
         )
     channels = []

@@ -29,7 +29,7 @@ from typing import Any, Final
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from consistent.emulator.config import Account, ServerConfig
+from consistent.emulator.config import DEFAULT_VERSION, Account, ServerConfig
 from consistent.emulator.replication.channel import Channel, SourceConfig
 from consistent.emulator.replication.clock import (
     RealClock,
@@ -117,6 +117,9 @@ class ServerSpec:
     log_replica_updates: bool = True
     gtid_executed_compression_period: int = 0
     clock_skew: float = 0.0
+    version: str = DEFAULT_VERSION
+    """``SELECT VERSION()``: 8.0 by default; :data:`~consistent.emulator.config.VERSION_84`
+    for 8.4; a 5.7 version makes a source whose transactions carry no commit timestamps."""
     accounts: tuple[Account, ...] = (Account("root", ""),)
     system_variables: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -404,6 +407,7 @@ class Topology:
                 accounts=spec.accounts,
                 gtid_executed_compression_period=spec.gtid_executed_compression_period,
                 system_variables=spec.system_variables,
+                version=spec.version,
             )
             server = EmulatedServer(config, clock=clock)
             self.servers[spec.name] = server

@@ -10,6 +10,7 @@ exception"; the engine re-raises the kept error.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import ipaddress
 import math
@@ -361,9 +362,15 @@ def _math(fn: Callable[..., float]) -> Callable[..., float | None]:
 class FunctionHost:
     """Per-session state the user functions read: clock, time zone, last error."""
 
-    def __init__(self, now: Callable[[], float], tz: Callable[[], dt.tzinfo]) -> None:
+    def __init__(
+        self, now: Callable[[], float], tz: Callable[[], dt.tzinfo], *, gtid_tags: bool = True
+    ) -> None:
         self._now = now
         self._tz = tz
+        self.gtid_tags = gtid_tags
+        """The server's GTID syntax: tags from 8.3 (``GTID_SUBSET``/``GTID_SUBTRACT``)."""
+        self.wait_check: Callable[[tuple[object, ...]], object] | None = None
+        """Per-row ``WAIT_FOR_EXECUTED_GTID_SET`` (column arguments), set by the session."""
         self.error: SqlError | None = None
         self._random = random.Random()
 
@@ -424,16 +431,18 @@ class FunctionHost:
         return self._random.random()
 
 
-def _gtid_subset(a: object, b: object) -> int | None:
+def _gtid_subset(host: FunctionHost, a: object, b: object) -> int | None:
     if a is None or b is None:
         return None
-    return int(parse_gtid_set(str(a)).issubset(parse_gtid_set(str(b))))
+    tags = host.gtid_tags
+    return int(parse_gtid_set(str(a), tags=tags).issubset(parse_gtid_set(str(b), tags=tags)))
 
 
-def _gtid_subtract(a: object, b: object) -> str | None:
+def _gtid_subtract(host: FunctionHost, a: object, b: object) -> str | None:
     if a is None or b is None:
         return None
-    return str(parse_gtid_set(str(a)) - parse_gtid_set(str(b)))
+    tags = host.gtid_tags
+    return str(parse_gtid_set(str(a), tags=tags) - parse_gtid_set(str(b), tags=tags))
 
 
 def register_functions(conn: sqlite3.Connection, host: FunctionHost) -> None:
@@ -454,8 +463,8 @@ def register_functions(conn: sqlite3.Connection, host: FunctionHost) -> None:
         ("MY_FORMAT", 2, _format),
         ("MY_LOCATE", -1, _locate),
         ("MY_RAND", -1, host.rand),
-        ("GTID_SUBSET", 2, _gtid_subset),
-        ("GTID_SUBTRACT", 2, _gtid_subtract),
+        ("GTID_SUBSET", 2, functools.partial(_gtid_subset, host)),
+        ("GTID_SUBTRACT", 2, functools.partial(_gtid_subtract, host)),
         ("YEAR", 1, _part(lambda m: m.year)),
         ("MONTH", 1, _part(lambda m: m.month)),
         ("DAY", 1, _part(lambda m: m.day)),
@@ -506,3 +515,16 @@ def register_functions(conn: sqlite3.Connection, host: FunctionHost) -> None:
     ]
     for name, nargs, fn in table:
         conn.create_function(name, nargs, host.guard(fn), deterministic=False)
+    conn.create_function(
+        ROW_WAIT_FUNCTION, -1, host.guard(lambda *args: _row_wait(host, args)), deterministic=False
+    )
+
+
+#: The SQLite function a ``WAIT_FOR_EXECUTED_GTID_SET`` with column arguments becomes.
+ROW_WAIT_FUNCTION: Final = "MY_WAIT_FOR_EXECUTED_GTID_SET"
+
+
+def _row_wait(host: FunctionHost, args: tuple[object, ...]) -> object:
+    if host.wait_check is None:
+        return None
+    return host.wait_check(args)

@@ -20,7 +20,7 @@ from consistent.emulator.sql.catalog import TableDef, quote_ident
 from consistent.emulator.sql.context import StatementContext
 from consistent.emulator.sql.errors import ErrorContext
 from consistent.emulator.sql.lexer import Statement
-from consistent.emulator.sql.query import build_template
+from consistent.emulator.sql.query import build_template, evaluate_deferred
 from consistent.emulator.sql.recording import (
     NotReplayable,
     Recorder,
@@ -168,11 +168,12 @@ async def run_insert(session: Session, statement: Statement) -> StmtResult:
     tree = cache.parse(text, shape)
     if not isinstance(tree, exp.Insert):
         raise not_supported("this INSERT form")
+    deferred = await evaluate_deferred(session, tree)
     recorder = Recorder(session)
     parts = _insert_parts(recorder, tree)
     await prepare_write(session, parts.table)
     done = _insert_sql(recorder, tree, parts, replace)
-    if shape is not None and plannable(shape, recorder):
+    if shape is not None and not deferred and plannable(shape, recorder):
         _remember_insert(
             cache, kind, shape, calls=recorder.calls, parts=parts, done=done, replace=replace
         )

@@ -23,6 +23,7 @@ from consistent.emulator import gtid_waits
 from consistent.emulator.errors import ER, SqlError, not_supported, sql_error
 from consistent.emulator.results import Column, ResultSet, StmtResult
 from consistent.emulator.sql.catalog import TableDef
+from consistent.emulator.sql.functions import ROW_WAIT_FUNCTION
 from consistent.emulator.sql.lexer import Statement, split_statements
 from consistent.emulator.sql.metadata import (
     Slot,
@@ -58,12 +59,14 @@ __all__ = [
     "base_tables",
     "build_template",
     "describe_select",
+    "evaluate_deferred",
     "evaluate_expressions",
     "run_select",
     "run_select_text",
 ]
 
 _PLAN = "select"
+_WAIT: Final = "WAIT_FOR_EXECUTED_GTID_SET"
 # Literals SQLite returns unchanged: strings without quotes, backslashes or control
 # characters (which the SQL text would escape), integers that fit in 64 bits.
 _PLAIN_STRING: Final = re.compile(r"[^'\\\x00-\x1f\x7f]*")
@@ -73,9 +76,10 @@ _PLAIN_INT: Final = re.compile(r"0|[1-9][0-9]{0,17}")
 # ----- helpers -------------------------------------------------------------------------------
 
 
-async def _evaluate_deferred(session: Session, tree: exp.Expression) -> bool:
-    """Replace WAIT_FOR_EXECUTED_GTID_SET(…) / SLEEP(…) calls by their awaited results;
-    True when there was any."""
+async def evaluate_deferred(session: Session, tree: exp.Expression) -> bool:
+    """Replace WAIT_FOR_EXECUTED_GTID_SET(…) / SLEEP(…) calls by their awaited results, wherever
+    an expression stands (select list, WHERE, VALUES, SET…); True when there was any.  The
+    statement is not planned then: the next one must wait again."""
     calls = [
         node
         for node in tree.find_all(exp.Anonymous)
@@ -84,7 +88,11 @@ async def _evaluate_deferred(session: Session, tree: exp.Expression) -> bool:
     for call in calls:
         name = str(call.this).upper()
         if any(isinstance(n, exp.Column) for arg in call.expressions for n in arg.walk()):
-            raise not_supported(f"{name}() with column arguments")
+            if name != _WAIT:
+                raise not_supported(f"{name}() with column arguments")
+            # Evaluated per row inside SQLite; a row that must wait reruns the statement.
+            call.replace(exp.Anonymous(this=ROW_WAIT_FUNCTION, expressions=call.expressions))
+            continue
         args = await evaluate_expressions(session, [a.copy() for a in call.expressions])
         result = await gtid_waits.call(session, name, args)
         call.replace(literal(result))
@@ -99,7 +107,7 @@ async def evaluate_expressions(session: Session, nodes: list[exp.Expression]) ->
     if plain is not None:
         return plain
     select = exp.Select(expressions=nodes)
-    await _evaluate_deferred(session, select)
+    await evaluate_deferred(session, select)
     translation = translate(session, select)
     row = session.execute_sql(translation.sql(copy=False)).fetchone()
     return list(row) if row is not None else [None] * len(nodes)
@@ -228,7 +236,7 @@ async def run_select(session: Session, statement: Statement) -> StmtResult:
     if tree.args.get("into") is not None:
         raise not_supported("SELECT … INTO")
     names = projection_names(statement)
-    deferred = await _evaluate_deferred(session, tree)
+    deferred = await evaluate_deferred(session, tree)
     original = tree.copy()
     recorder = Recorder(session)
     translation = translate(recorder, tree)

@@ -25,7 +25,7 @@ from consistent.emulator.sql.catalog import TableDef, quote_ident
 from consistent.emulator.sql.context import StatementContext
 from consistent.emulator.sql.errors import ErrorContext
 from consistent.emulator.sql.lexer import Statement
-from consistent.emulator.sql.query import build_template
+from consistent.emulator.sql.query import build_template, evaluate_deferred
 from consistent.emulator.sql.recording import (
     NotReplayable,
     Recorder,
@@ -292,6 +292,7 @@ async def run_update(session: Session, statement: Statement) -> StmtResult:
     tree = cache.parse(statement.text, shape)
     if not isinstance(tree, exp.Update):
         raise not_supported("this UPDATE form")
+    deferred = await evaluate_deferred(session, tree)
     recorder = Recorder(session)
     parts = _update_parts(recorder, tree)
     table = parts.ref.table
@@ -299,7 +300,7 @@ async def run_update(session: Session, statement: Statement) -> StmtResult:
     translation, count_sql = _count_sql(recorder, tree, parts)
     matched = _count(session, count_sql)
     update_sql = _update_sql(recorder, translation, parts)
-    if shape is not None and plannable(shape, recorder):
+    if shape is not None and not deferred and plannable(shape, recorder):
         _remember_update(
             cache,
             shape,
@@ -386,11 +387,12 @@ async def run_delete(session: Session, statement: Statement) -> StmtResult:
     tree = cache.parse(statement.text, shape)
     if not isinstance(tree, exp.Delete):
         raise not_supported("this DELETE form")
+    deferred = await evaluate_deferred(session, tree)
     recorder = Recorder(session)
     ref = _single_target(recorder, tree, "DELETE")
     await prepare_write(session, ref.table)
     sql = _delete_sql(recorder, tree, ref)
-    if shape is not None and plannable(shape, recorder):
+    if shape is not None and not deferred and plannable(shape, recorder):
         _remember_delete(cache, shape, recorder.calls, ref.table, sql)
     return _delete(session, statement, ref.table, sql)
 
