@@ -530,10 +530,14 @@ class SessionPolicy:
         for part in stmt.parts or (stmt,):
             self._apply(part, target)
 
-    def on_error(self, decision: Decision, *, connection_lost: bool) -> Decision | None:
+    def on_error(
+        self, decision: Decision, *, connection_lost: bool, sent: bool = True
+    ) -> Decision | None:
         """The statement ``decision`` sent failed.  Returns a decision to retry with (a read
         outside a transaction whose replica died), or ``None``: raise the error.  A statement
-        sent to the primary is never retried."""
+        sent to the primary is never retried; with ``retry_reads`` off, neither is a read that
+        was ``sent`` (one that failed before leaving, e.g. on connecting, still goes
+        elsewhere)."""
         stmt = decision.statement
         target = decision.target
         self._last_target = target
@@ -553,6 +557,8 @@ class SessionPolicy:
             return None
         retryable = stmt.replica_safe or _hint_target(stmt) is RouteTarget.REPLICA
         if decision.action is not Action.EXECUTE or not retryable:
+            return None
+        if sent and not self._config.retry_reads:
             return None
         logger.debug("replica %s failed; retrying the read elsewhere", target)
         return self._route_read(replace(decision, tried=(*decision.tried, target)), fetched=True)

@@ -28,7 +28,7 @@ __all__ = [
 # Our query options and how their text becomes a value for ``consistent.dbapi.connect``.
 _TEXT: Final = frozenset({"level", "on_timeout", "flavor"})
 _NUMBERS: Final = frozenset({"wait_timeout", "max_lag", "replica_connect_timeout"})
-_BOOLEANS: Final = frozenset({"autocommit"})
+_BOOLEANS: Final = frozenset({"autocommit", "retry_reads"})
 _REPLICAS: Final = frozenset({"replica", "replicas"})
 #: Query options the dialect consumes itself; the rest are PyMySQL's.
 CONSISTENCY_OPTIONS: Final = _TEXT | _NUMBERS | _BOOLEANS | _REPLICAS
