@@ -11,14 +11,22 @@
         cur.execute("SELECT * FROM orders")      # on a replica that has the insert
     token = conn.token                            # hand it to another session: conn2.require(token)
 
-Differences from PyMySQL, on purpose:
+Code written against PyMySQL runs unchanged (errors are PyMySQL's classes too, the cursor
+classes and PyMySQL's own subclasses of them are accepted, ``defer_connect``, ``ping(reconnect=
+True)``, ``affected_rows()``, ``encoders``, ``set_character_set()``, ``kill()``,
+``cursor._executed`` and ``warning_count`` behave as PyMySQL's).  Differences, on purpose, each
+with its switch:
 
 * ``autocommit`` defaults to **on**.  With autocommit off every statement belongs to a
   transaction that may write, so every statement goes to the primary; pass ``autocommit=False``
-  to get PEP 249's default, and use ``begin(read_only=True)`` for reads that may use a replica.
+  to get PyMySQL's (and PEP 249's) default, or ``autocommit=None`` for the server's, and use
+  ``begin(read_only=True)`` for reads that may use a replica.
+* A read whose replica connection dies after the read was sent is sent again elsewhere;
+  ``retry_reads=False`` raises the ``OperationalError`` instead, as PyMySQL does.
 * ``with connect(...) as conn:`` commits when the block succeeds, rolls back when it raises, and
   closes the connection.
-* A lost primary is not reconnected: the connection raises ``OperationalError`` from then on.
+* A lost primary is not reconnected behind the caller's back: the connection raises
+  ``OperationalError`` until ``ping(reconnect=True)`` or ``connect()`` opens a fresh session.
 """
 
 from __future__ import annotations
@@ -110,18 +118,21 @@ def connect(
     acknowledged: AcknowledgedWrites | None = None,
     cursorclass: type[Any] | None = None,
     telemetry: Telemetry | None = None,
+    defer_connect: bool = False,
     **kwargs: Any,
 ) -> Connection:
     """Open a logical connection.
 
     ``connect(primary=..., replicas=[...], level="read_own_writes", wait_timeout=1.0,
     on_timeout="primary", max_lag=None, flavor=None, autocommit=True, read_only_functions=None,
-    **pymysql_kwargs)``, or
+    retry_reads=True, **pymysql_kwargs)``, or
     ``connect("mysql://user:pw@host:3306/db?replica=h2:3306&level=read_latest", **overrides)``
     (see :mod:`consistent.dbapi.config`).  ``knowledge`` isolates this connection's view of the
     replicas from the process-wide one, ``acknowledged`` what ``read_all_writes`` requires from
     the process-wide record of what the primary acknowledged (connections that share one see
-    each other's writes at that level); ``cursorclass`` is the default cursor class.
+    each other's writes at that level); ``cursorclass`` is the default cursor class (ours,
+    PyMySQL's, or a subclass of either); ``defer_connect=True`` opens nothing until
+    :meth:`~consistent.dbapi.connection.Connection.connect`.
 
     ``telemetry`` receives one span per routed statement; ``None`` uses the process's
     :func:`~consistent.telemetry.default_telemetry`, configured by the ``OTEL_*`` /
@@ -131,6 +142,7 @@ def connect(
     """
     params: dict[str, Any] = parse_url(dsn) if dsn is not None else {}
     params.update(kwargs)
+    defer = bool(params.pop("defer_connect", defer_connect))
     config = build_config(**params)
     cls = cursor_class(cursorclass) if cursorclass is not None else None
     return Connection(
@@ -139,4 +151,5 @@ def connect(
         acknowledged=acknowledged,
         cursorclass=cls,
         telemetry=telemetry,
+        defer_connect=defer,
     )

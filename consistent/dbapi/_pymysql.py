@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import pymysql
+import pymysql.charset
 import pymysql.connections
+import pymysql.converters
 import pymysql.cursors
 import pymysql.err
 from pymysql.constants import CLIENT
@@ -48,7 +50,11 @@ __all__ = [
     "PYMYSQL_OPTIONS",
     "OkTail",
     "TrackingConnection",
+    "charset_known",
+    "cursor_kind",
     "decode_ok_tail",
+    "encoders_for",
+    "executed",
     "force_close",
     "is_disconnect",
     "is_server_error",
@@ -86,6 +92,37 @@ CURSOR_CLASSES: Final[dict[tuple[bool, bool], type[pymysql.cursors.Cursor]]] = {
     (False, True): pymysql.cursors.DictCursor,
     (True, True): pymysql.cursors.SSDictCursor,
 }
+
+
+def cursor_kind(cls: object) -> tuple[bool, bool] | None:
+    """``(unbuffered, as_dict)`` of a PyMySQL cursor class or a subclass of one (as PyMySQL
+    builds them: unbuffered from ``SSCursor``, dict rows from ``DictCursorMixin``); ``None``
+    for anything else."""
+    if not isinstance(cls, type) or not issubclass(cls, pymysql.cursors.Cursor):
+        return None
+    return (
+        issubclass(cls, pymysql.cursors.SSCursor),
+        issubclass(cls, pymysql.cursors.DictCursorMixin),
+    )
+
+
+def executed(cursor: pymysql.cursors.Cursor) -> str | bytes | bytearray | None:
+    """A PyMySQL cursor's ``_executed``: the last statement it sent, parameters interpolated
+    (bytes for the multi-row ``INSERT`` that ``executemany`` builds)."""
+    return cursor._executed  # type: ignore[no-any-return]
+
+
+def encoders_for(conv: Any) -> dict[Any, Any]:
+    """The ``encoders`` mapping PyMySQL builds from its ``conv`` option (its default
+    conversions when ``None``): the entries keyed by Python type, not by field type."""
+    source = pymysql.converters.conversions if conv is None else conv
+    return {k: v for k, v in source.items() if type(k) is not int}
+
+
+def charset_known(charset: str) -> bool:
+    """True when PyMySQL knows ``charset`` (``set_character_set`` needs its encoding)."""
+    return pymysql.charset.charset_by_name(charset) is not None
+
 
 _ERROR_CLASSES: Final[dict[type[BaseException], type[errors.Error]]] = {
     pymysql.err.Warning: errors.Error,

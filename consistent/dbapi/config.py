@@ -55,7 +55,9 @@ _RESERVED: Final = frozenset({"cursorclass", "defer_connect", "host", "port"})
 # URL query parameters that are PyMySQL options, with their types.
 _INT_OPTIONS: Final = frozenset({"connect_timeout", "max_allowed_packet"})
 _FLOAT_OPTIONS: Final = frozenset({"read_timeout", "write_timeout"})
-_BOOL_OPTIONS: Final = frozenset({"local_infile", "ssl_verify_cert", "ssl_verify_identity"})
+_BOOL_OPTIONS: Final = frozenset(
+    {"local_infile", "ssl_verify_cert", "ssl_verify_identity", "defer_connect"}
+)
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"0", "false", "no", "off"})
 
@@ -175,8 +177,9 @@ class ConnectConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     #: ``None``: detected from the primary's handshake.
     flavor: FlavorName | None = None
-    #: The connection's initial autocommit mode (see ``consistent.dbapi.connect``).
-    autocommit: bool = True
+    #: The connection's initial autocommit mode (see ``consistent.dbapi.connect``); ``None``
+    #: keeps the server's default, as PyMySQL's ``autocommit=None``.
+    autocommit: bool | None = True
     #: PyMySQL options shared by every server (user, password, database, charset…).
     options: Mapping[str, Any] = field(default_factory=dict)
     replica_connect_timeout: float = DEFAULT_REPLICA_CONNECT_TIMEOUT
@@ -234,7 +237,7 @@ def parse_url(url: str) -> dict[str, Any]:
             kwargs[key] = value
         elif key in ("wait_timeout", "max_lag", "replica_connect_timeout"):
             kwargs[key] = parse_number(key, value)
-        elif key == "autocommit":
+        elif key in ("autocommit", "retry_reads"):
             kwargs[key] = parse_boolean(key, value)
         else:
             kwargs[key] = _option(key, value)
@@ -309,12 +312,18 @@ def build_config(
     on_timeout: OnTimeout | str = OnTimeout.PRIMARY,
     max_lag: float | None = None,
     flavor: str | None = None,
-    autocommit: bool = True,
+    autocommit: bool | None = True,
+    retry_reads: bool = True,
     replica_connect_timeout: float = DEFAULT_REPLICA_CONNECT_TIMEOUT,
     read_only_functions: str | Iterable[str] | None = None,
     **options: Any,
 ) -> ConnectConfig:
-    """Validate and assemble a :class:`ConnectConfig` (``options`` are PyMySQL keywords)."""
+    """Validate and assemble a :class:`ConnectConfig` (``options`` are PyMySQL keywords).
+
+    ``autocommit`` is on by default, unlike PyMySQL (see ``consistent.dbapi``); ``False``
+    gives PyMySQL's default and ``None`` the server's.  ``retry_reads=False`` makes a read
+    whose replica connection died after it was sent raise, as PyMySQL does, instead of
+    running again on another server."""
     if "db" in options and "database" not in options:
         options["database"] = options.pop("db")
     if "passwd" in options and "password" not in options:
@@ -348,13 +357,14 @@ def build_config(
         wait_timeout=wait_timeout,
         on_timeout=OnTimeout.parse(on_timeout),
         max_lag=max_lag,
+        retry_reads=bool(retry_reads),
     )
     return ConnectConfig(
         primary=primary_spec,
         replicas=replica_specs,
         policy=policy,
         flavor=flavor_name,
-        autocommit=bool(autocommit),
+        autocommit=None if autocommit is None else bool(autocommit),
         options=options,
         replica_connect_timeout=replica_connect_timeout,
         read_only_functions=read_only_function_names(read_only_functions),

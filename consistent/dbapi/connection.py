@@ -8,9 +8,16 @@ first use.
 
 Failures: a replica that cannot be reached, or dies during a wait or a read outside a
 transaction, is reported to the policy, which marks it unhealthy and names another server; the
-caller sees nothing.  A statement sent to the primary is never retried.  Losing the primary
-breaks the logical connection: that call and every later one raise ``OperationalError`` saying
-so, with the original client errno (2006/2013…) so that pools recognise a disconnect.
+caller sees nothing (``retry_reads=False``: a read that was sent is not run again).  A
+statement sent to the primary is never retried.  Losing the primary breaks the logical
+connection: that call and every later one raise ``OperationalError`` saying so, with the
+original client errno (2006/2013…) so that pools recognise a disconnect, until
+``ping(reconnect=True)`` or ``connect()`` opens a fresh session.
+
+PyMySQL's connection API is kept where a logical connection can honour it: ``defer_connect``
+and :meth:`Connection.connect`, ``ping(reconnect=True)`` (a fresh session on the same servers,
+keeping the token), ``affected_rows()``, ``encoders``, ``set_character_set()`` (which follows
+the session onto replicas, PyMySQL's encoding included), ``kill()``.
 
 Telemetry: every routed statement (cursor statements, ``commit()``, ``rollback()``,
 ``begin()``) is one span of the session's :class:`~consistent.telemetry.StatementTracer`.  The
@@ -21,9 +28,12 @@ one and the span is :data:`~consistent.telemetry.NOOP_SPAN`: nothing is allocate
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 import time
+import warnings
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final, TypeVar
@@ -75,6 +85,9 @@ _BEGIN_READ_ONLY: Final = classify("START TRANSACTION READ ONLY")
 _COMMIT: Final = classify("COMMIT")
 _ROLLBACK: Final = classify("ROLLBACK")
 _PRIMARY_LOST: Final = 2013  # CR_SERVER_LOST
+#: What a connection opened with ``defer_connect=True`` says until ``connect()``; raised as
+#: ``InterfaceError(0, …)``, as PyMySQL raises ``InterfaceError(0, '')`` on an unopened one.
+_NOT_CONNECTED: Final = "not connected yet (defer_connect=True): call connect() first"
 
 
 class _ReplayFailed(Exception):
@@ -140,6 +153,7 @@ class Connection:
         acknowledged: AcknowledgedWrites | None = None,
         cursorclass: type[Cursor] | None = None,
         telemetry: Telemetry | None = None,
+        defer_connect: bool = False,
     ) -> None:
         # The span of the statement running now.  Set first: the primary's OK packets reach
         # _on_ok while connecting, before the policy (and the tracer) exist.
@@ -155,40 +169,65 @@ class Connection:
         self._policy_or_none: SessionPolicy | None = None
         self._pending: PendingGtids | None = None
         self._cursorclass: type[Cursor] = cursorclass or Cursor
+        self._cursor_classes: dict[type[Any], type[Cursor]] = {}
         self.last_decision: Decision | None = None
+        # Where the last cursor statement ran: ``affected_rows()`` asks that server's link.
+        self._query_target = PRIMARY
+        # The mapping ``escape()`` uses, shared with the primary's PyMySQL connection (so that
+        # changes a caller makes to ``conn.encoders`` apply) and kept across reconnects.
+        self._encoders: dict[Any, Any] = _pymysql.encoders_for(config.options.get("conv"))
+        # ``(charset, collation)`` set with set_character_set(); replica connections follow it.
+        self._names: tuple[str, str | None] | None = None
+        self._knowledge_arg = knowledge
+        self._telemetry_arg = telemetry
+        # Until the primary's handshake names its family, only built-ins of both are safe.
+        self._functions = FunctionRules(None, config.read_only_functions)
+        # Every OK packet of the primary feeds the acknowledged state as it arrives (_on_ok),
+        # whatever the level, so that read_all_writes sessions of the process see the write.
+        self._acknowledged = (
+            acknowledged if acknowledged is not None else process_acknowledged(config.primary.name)
+        )
+        self._replicas: dict[str, ServerLink] = {}
         for spec in config.replicas:
             _check_resolves(spec)
         primary_options = config.server_options(config.primary, replica=False)
         primary_options["autocommit"] = config.autocommit
+        self._observer = _weak_observer(self)
         self._primary = ServerLink(
-            PRIMARY, config.primary, primary_options, replica=False, observer=self._on_ok
+            PRIMARY, config.primary, primary_options, replica=False, observer=self._observer
         )
+        if defer_connect:
+            self._lost = _NOT_CONNECTED
+        else:
+            self._open()
+
+    def _open(self) -> None:
+        """Connect to the primary for the first time: learn the flavour, create the session."""
+        config = self._config
+        knowledge = self._knowledge_arg
         try:
             raw = self._primary.connection(None)
         except Exception as exc:
             raise _pymysql.translate_error(
                 exc, prefix=f"cannot connect to the primary {config.primary.name}: "
             ) from exc
+        raw.encoders = self._encoders
         flavor = config.flavor or detect_flavor(raw.server_version)
         self._flavor: FlavorSQL = flavor_sql(flavor, raw.server_version)
-        # Every OK packet of the primary feeds the acknowledged state as it arrives (_on_ok),
-        # whatever the level, so that read_all_writes sessions of the process see the write.
-        self._acknowledged = (
-            acknowledged if acknowledged is not None else process_acknowledged(config.primary.name)
-        )
         self._functions = FunctionRules(flavor, config.read_only_functions)
         self._pending = PendingGtids(flavor, tags=self._flavor.gtid_tags)
+        autocommit = config.autocommit
         self._policy_or_none = SessionPolicy(
             replicas=[spec.name for spec in config.replicas],
             knowledge=knowledge if knowledge is not None else process_knowledge(),
             flavor=flavor,
             config=config.policy,
-            autocommit=config.autocommit,
+            # None: the server's default, which the handshake's status reported.
+            autocommit=raw.get_autocommit() if autocommit is None else autocommit,
             acknowledged=self._acknowledged,
         )
-        self._replicas: dict[str, ServerLink] = {
-            spec.name: self._replica_link(spec) for spec in config.replicas
-        }
+        self._replicas = {spec.name: self._replica_link(spec) for spec in config.replicas}
+        telemetry = self._telemetry_arg
         self._tracer = (telemetry if telemetry is not None else default_telemetry()).session(
             system=self._flavor.name,
             addresses={
@@ -202,19 +241,71 @@ class Connection:
         except Exception as exc:
             self._primary.close()
             raise _pymysql.translate_error(exc, prefix="cannot turn GTID tracking on: ") from exc
+        self._lost = None
         self._refresh_direct()
+
+    def _reopen(self) -> None:
+        """A fresh session on the same servers, as PyMySQL's reconnect gives: the session
+        state (schema changes, variables, temporary tables, an open transaction) is gone, the
+        character set and autocommit mode set through the API are applied again, and the
+        token is kept (what this session wrote is still its own)."""
+        self._drain()
+        policy = self._policy
+        token = policy.token
+        autocommit = policy.autocommit
+        self._direct = None
+        for link in (self._primary, *self._replicas.values()):
+            link.close()
+        try:
+            raw = self._primary.connection(None)
+            raw.encoders = self._encoders
+            names = self._names
+            if names is not None and (raw.charset, raw.collation) != names:
+                raw.set_character_set(*names)
+            if raw.get_autocommit() != autocommit:
+                raw.autocommit(autocommit)
+            policy.reset()
+            policy.set_autocommit(autocommit)
+            if token:
+                policy.require(token)
+            self._escaper = raw.cursor()
+            self._primary.set_tracking(self._flavor, policy.tracking)
+        except Exception as exc:
+            self._primary.drop()
+            raise _pymysql.translate_error(
+                exc, prefix=f"cannot connect to the primary {self._config.primary.name}: "
+            ) from exc
+        self._closed = False
+        self._lost = None
+        self._refresh_direct()
+
+    def connect(self, sock: object = None) -> None:
+        """Open the connection: the first time after ``defer_connect=True``, otherwise a
+        fresh session as :meth:`_reopen` describes (PyMySQL's ``connect()`` reconnects too).
+        ``sock`` (PyMySQL's pre-connected socket) is refused: a logical connection opens a
+        socket to each of its servers itself."""
+        if sock is not None:
+            raise errors.NotSupportedError(
+                "connect(sock) is not supported: the connection opens its servers' sockets"
+            )
+        if self._policy_or_none is None:
+            self._closed = False
+            self._open()
+        else:
+            self._reopen()
 
     def _replica_link(self, spec: ServerSpec) -> ServerLink:
         options = self._config.server_options(spec, replica=True)
         options["autocommit"] = True
-        return ServerLink(spec.name, spec, options, replica=True, observer=self._on_ok)
+        return ServerLink(spec.name, spec, options, replica=True, observer=self._observer)
 
     # ------------------------------------------------------------------ properties
 
     @property
     def _policy(self) -> SessionPolicy:
         policy = self._policy_or_none
-        assert policy is not None
+        if policy is None:
+            raise errors.InterfaceError(0, _NOT_CONNECTED)
         return policy
 
     @property
@@ -241,6 +332,10 @@ class Connection:
     @property
     def flavor(self) -> str:
         """``"mysql"`` or ``"mariadb"``."""
+        if self._policy_or_none is None:
+            if self._config.flavor is None:
+                raise errors.InterfaceError(0, _NOT_CONNECTED)
+            return self._config.flavor
         return self._flavor.name
 
     @property
@@ -262,10 +357,15 @@ class Connection:
     @property
     def level(self) -> Level:
         """The consistency level; assign a :class:`Level` or its name to change it."""
-        return self._policy.level
+        policy = self._policy_or_none
+        return policy.level if policy is not None else self._config.policy.level
 
     @level.setter
     def level(self, value: Level | str) -> None:
+        if self._policy_or_none is None and not self._closed:
+            policy = dataclasses.replace(self._config.policy, level=Level.parse(value))
+            self._config = dataclasses.replace(self._config, policy=policy)
+            return
         self._check_open()
         self._policy.level = Level.parse(value)
         self._refresh_direct()
@@ -309,15 +409,24 @@ class Connection:
         self._set_autocommit(bool(value))
 
     def get_autocommit(self) -> bool:
-        """The session's autocommit mode."""
-        return self._policy.autocommit
+        """The session's autocommit mode (before ``connect()``: the one it will ask for)."""
+        policy = self._policy_or_none
+        return policy.autocommit if policy is not None else bool(self._config.autocommit)
 
     # ------------------------------------------------------------------ PEP 249
 
-    def cursor(self, cursor: type[Cursor] | None = None, *, unbuffered: bool = False) -> Cursor:
-        """A new cursor; ``unbuffered=True`` (or ``cursor=SSCursor``) streams rows."""
+    def cursor(self, cursor: type[Any] | None = None, *, unbuffered: bool = False) -> Cursor:
+        """A new cursor; ``unbuffered=True`` (or ``cursor=SSCursor``) streams rows.  ``cursor``
+        is one of our classes, one of PyMySQL's, or a subclass of either (see
+        :func:`~consistent.dbapi.cursor.cursor_class`)."""
         self._check_open()
-        cls = cursor_class(cursor) if cursor is not None else self._cursorclass
+        if cursor is None:
+            cls = self._cursorclass
+        else:
+            known = self._cursor_classes.get(cursor)
+            if known is None:
+                known = self._cursor_classes[cursor] = cursor_class(cursor)
+            cls = known
         if unbuffered and not cls.unbuffered:
             cls = SSCursor
         return cls(self)
@@ -376,12 +485,28 @@ class Connection:
     # ------------------------------------------------------------------ PyMySQL extras
 
     def ping(self, reconnect: bool = False) -> None:
-        """Check that the primary answers (``reconnect`` must stay false: a lost primary
-        means a new logical connection)."""
-        self._check_open()
+        """Check that the primary answers.  With ``reconnect=True`` (deprecated by PyMySQL,
+        which warns, as this does) a closed or lost connection, or one whose primary does not
+        answer, is opened again as :meth:`connect` does: a fresh session that keeps its
+        token."""
         if reconnect:
-            raise errors.NotSupportedError("reconnect=True is not supported: open a new connection")
-        self._on_primary(lambda raw: raw.ping(False))
+            warnings.warn(
+                "The 'reconnect' argument is deprecated. Create a new connection if you want "
+                "to reconnect.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if self._closed or self._lost is not None or not self._primary.connected:
+                self.connect()
+                return
+        self._check_open()
+        try:
+            self._on_primary(lambda raw: raw.ping(False))
+        except errors.Error:
+            if not reconnect:
+                raise
+            self.connect()
+            self._on_primary(lambda raw: raw.ping(False))
 
     def select_db(self, db: str) -> None:
         """Change the default schema (replayed on replica connections)."""
@@ -425,6 +550,85 @@ class Connection:
         raw = self._primary.raw
         return str(raw.character_set_name()) if raw is not None else ""
 
+    @property
+    def charset(self) -> str:
+        """The connection character set's name (PyMySQL's attribute)."""
+        raw = self._primary.raw
+        if raw is not None:
+            return str(raw.charset)
+        names = self._names
+        return names[0] if names is not None else str(self._config.options.get("charset") or "")
+
+    @property
+    def encoding(self) -> str:
+        """The Python codec of the connection character set (PyMySQL's attribute)."""
+        raw = self._primary.raw
+        if raw is None:
+            raise errors.InterfaceError(0, _NOT_CONNECTED)
+        return str(raw.encoding)
+
+    @property
+    def encoders(self) -> dict[Any, Any]:
+        """Python type -> function that renders a value as an SQL literal: the mapping
+        ``escape()`` and parameter interpolation use, as PyMySQL's attribute (changes to it
+        apply, on every server connection and across reconnects)."""
+        return self._encoders
+
+    @encoders.setter
+    def encoders(self, mapping: dict[Any, Any]) -> None:
+        self._encoders = mapping
+        raw = self._primary.raw
+        if raw is not None:
+            raw.encoders = mapping
+
+    def get_host_info(self) -> str:
+        """How the primary connection is made (``"socket host:port"``), as PyMySQL."""
+        raw = self._primary.raw
+        return str(raw.get_host_info()) if raw is not None else "Not connected"
+
+    def get_proto_info(self) -> int:
+        """The primary's protocol version, as PyMySQL."""
+        raw = self._primary.raw
+        return int(raw.get_proto_info()) if raw is not None else 0
+
+    def affected_rows(self) -> int:
+        """Rows the last cursor statement affected (or returned), on the server that ran it,
+        as PyMySQL's method reports them."""
+        raw = self._link(self._query_target).raw
+        return int(raw.affected_rows()) if raw is not None else 0
+
+    def set_character_set(self, charset: str, collation: str | None = None) -> None:
+        """``SET NAMES charset [COLLATE collation]`` and PyMySQL's encoding with it, on the
+        primary now and on every replica connection before its next statement (the setting
+        is session state, replayed like a ``SET NAMES`` the application sends)."""
+        self._check_open()
+        if not _pymysql.charset_known(charset):
+            raise errors.ProgrammingError(f"unknown character set {charset!r}")
+        sql = f"SET NAMES {charset}" + (f" COLLATE {collation}" if collation else "")
+        names = (charset, collation or None)
+
+        def run(raw: TrackingConnection) -> None:
+            raw.set_character_set(charset, collation)
+            self._names = names
+
+        self._run_statement(sql, run)
+
+    def set_charset(self, charset: str) -> None:
+        """Deprecated by PyMySQL (which warns, as this does): :meth:`set_character_set`."""
+        warnings.warn(
+            "'set_charset' is deprecated, use 'set_character_set' instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.set_character_set(charset)
+
+    def kill(self, thread_id: int) -> None:
+        """``KILL thread_id`` on the primary, where :meth:`thread_id` numbers connections."""
+        if not isinstance(thread_id, int):
+            raise TypeError("thread_id must be an integer")
+        self._check_open()
+        self._run_statement(f"KILL {thread_id:d}", lambda raw: raw.kill(thread_id))
+
     def show_warnings(self) -> tuple[tuple[Any, ...], ...]:
         """``SHOW WARNINGS`` where the last statement ran."""
         return self._on_target(self._last_target(), lambda raw: tuple(raw.show_warnings() or ()))
@@ -438,6 +642,8 @@ class Connection:
     def _check_open(self) -> None:
         self._check_not_closed()
         if self._lost is not None:
+            if self._policy_or_none is None:
+                raise errors.InterfaceError(0, self._lost)
             raise errors.OperationalError(_PRIMARY_LOST, self._lost)
 
     def _mogrify(self, query: str, args: Any) -> str:
@@ -512,6 +718,16 @@ class Connection:
             return raw
         raw = link.connection(self._flavor)
         if link.applied_seq < policy.replay_seq:
+            names = self._names
+            if names is not None and (raw.charset, raw.collation) != names:
+                # set_character_set() changed PyMySQL's encoding as well as the session's:
+                # this connection's encoding follows, then the replay below sets the session.
+                try:
+                    raw.set_character_set(*names)
+                except Exception as exc:
+                    if _pymysql.is_disconnect(exc):
+                        raise
+                    raise _ReplayFailed(f"SET NAMES {names[0]}") from exc
             statements, seq = policy.replay_since(link.applied_seq)
             for sql in statements:
                 try:
@@ -528,7 +744,7 @@ class Connection:
         detail = exc.args[1] if len(exc.args) > 1 else str(exc)
         self._lost = (
             f"lost the connection to the primary {self._config.primary.name}: {detail}; "
-            "open a new connection"
+            "open a new connection (or call ping(reconnect=True))"
         )
         self._direct = None
         self._primary.drop()
@@ -576,10 +792,12 @@ class Connection:
             if decision.action is Action.DEFER:
                 return None
             link = self._link(decision.target)
+            sent = False
             try:
                 if decision.prelude:
                     self._run_prelude(decision)
                 raw = self._ready(link)
+                sent = True
                 result = run(raw)
             except _ReplayFailed as exc:
                 logger.info("session state cannot follow to %s (%s): pinning", link.name, exc)
@@ -589,7 +807,7 @@ class Connection:
                 raise
             except Exception as exc:
                 lost = _pymysql.is_disconnect(exc)
-                retry = policy.on_error(decision, connection_lost=lost)
+                retry = policy.on_error(decision, connection_lost=lost, sent=sent)
                 if lost and link is self._primary:
                     raise self._primary_lost(exc) from exc
                 if lost:
@@ -670,9 +888,12 @@ class Connection:
         call ``run`` with the chosen server's PyMySQL connection."""
         if self._replicas:
             self._check_open()
-            return self._execute(
+            result = self._execute(
                 sql, stmt if stmt is not None else classify(sql, self._functions), run
             )
+            if result is not None:
+                self._query_target = self._last_target()
+            return result
         raw = self._direct
         if raw is None:
             self._check_open()
@@ -710,6 +931,20 @@ class Connection:
         if _pymysql.is_disconnect(exc):
             return self._primary_lost(exc)
         return _pymysql.translate_error(exc)
+
+
+def _weak_observer(conn: Connection) -> Callable[[str, int, bytes], None]:
+    """``conn._on_ok`` through a weak reference.  The server connections hold their observer;
+    a strong one would make a cycle, and a connection the application drops would stay open
+    until the garbage collector finds the cycle, where PyMySQL's closes at once."""
+    ref = weakref.ref(conn)
+
+    def observe(name: str, status: int, tail: bytes) -> None:
+        owner = ref()
+        if owner is not None:
+            owner._on_ok(name, status, tail)
+
+    return observe
 
 
 def _query_ok(raw: TrackingConnection) -> None:

@@ -4,13 +4,20 @@ A cursor formats its parameters (``pyformat``, escaped for the connection's char
 hands the SQL to its :class:`~consistent.dbapi.connection.Connection`, and reads the result from
 whichever server ran it through a PyMySQL cursor of the matching class on that server's
 connection.  Four classes, as in PyMySQL: buffered or unbuffered (server-side), tuples or dicts.
+A subclass of one of PyMySQL's cursor classes (say one that sets ``dict_type``) is accepted
+wherever a cursor class is: :func:`cursor_class` gives the matching class of ours, which reads
+its results through the subclass, so its row conversion applies.
+
+What the PyMySQL cursor returns is returned as it is: ``fetchall()`` gives a tuple on the
+buffered tuple cursor and a list on the others, ``fetchmany()`` an empty tuple at the end, as
+PyMySQL does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from consistent import errors
 from consistent.classify import StatementKind, classify
@@ -32,6 +39,8 @@ class Cursor:
     unbuffered: ClassVar[bool] = False
     #: Rows are dicts keyed by column name.
     as_dict: ClassVar[bool] = False
+    #: The PyMySQL cursor class that reads results (``None``: PyMySQL's class of this name).
+    pymysql_class: ClassVar[type[Any] | None] = None
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
@@ -42,7 +51,12 @@ class Cursor:
         # The direct path's last (connection, PyMySQL cursor): most cursors use only one.
         self._direct: tuple[Any, Any] = (None, None)
         self._closed = False
-        self._inner_class = _pymysql.CURSOR_CLASSES[(self.unbuffered, self.as_dict)]
+        # The text of a statement the policy deferred (nothing was sent, no PyMySQL cursor ran
+        # it): what ``_executed`` reports until the next statement.
+        self._deferred: str | None = None
+        self._inner_class = (
+            self.pymysql_class or _pymysql.CURSOR_CLASSES[(self.unbuffered, self.as_dict)]
+        )
 
     # ------------------------------------------------------------------ PEP 249 attributes
 
@@ -73,6 +87,23 @@ class Cursor:
         inner = self._inner
         return int(inner.rownumber) if inner is not None else 0
 
+    @property
+    def warning_count(self) -> int:
+        """Warnings the last statement raised, from its OK or EOF packet (as PyMySQL; an
+        unbuffered cursor knows it once every row was read)."""
+        inner = self._inner
+        return int(inner.warning_count) if inner is not None else 0
+
+    @property
+    def _executed(self) -> str | bytes | bytearray | None:
+        """The last statement as sent, parameters interpolated (PyMySQL's attribute, which
+        code written against it reads; bytes for a multi-row ``INSERT`` built by
+        ``executemany``), or ``None`` before the first one."""
+        inner = self._inner
+        if inner is not None:
+            return _pymysql.executed(inner)
+        return self._deferred
+
     # ------------------------------------------------------------------ execution
 
     def _check(self) -> None:
@@ -98,6 +129,7 @@ class Cursor:
 
     def _run(self, sql: str) -> int:
         self._finish_previous()
+        self._deferred = None
 
         def run(raw: Any) -> int:
             inner = self._inner_for(raw)
@@ -108,6 +140,7 @@ class Cursor:
         result = self.connection._run_statement(sql, run)
         if result is None:  # deferred by the policy: nothing ran
             self._inner = None
+            self._deferred = sql
             return 0
         return result
 
@@ -147,21 +180,23 @@ class Cursor:
             sql = connection._mogrify(sql, args)
         return self._run(sql)
 
-    def executemany(self, query: str, seq_of_args: Sequence[Any]) -> int | None:
-        """Run ``query`` once per parameter set.  A write runs on the primary, where PyMySQL
+    def executemany(self, query: str, args: Sequence[Any]) -> int | None:
+        """Run ``query`` once per parameter set in ``args`` (PyMySQL's name, so
+        ``executemany(sql, args=rows)`` works).  A write runs on the primary, where PyMySQL
         batches ``INSERT … VALUES`` into multi-row statements; reads are routed one by one."""
         self._check()
-        args_list = list(seq_of_args)
+        args_list = list(args)
         if not args_list:
             return None
         connection = self.connection
         stmt = connection.classify(query)
         if stmt.kind is StatementKind.READ and not stmt.must_use_primary:
             total = 0
-            for args in args_list:
-                total += self.execute(query, args)
+            for one in args_list:
+                total += self.execute(query, one)
             return total
         self._finish_previous()
+        self._deferred = None
 
         def run(raw: Any) -> int:
             inner = self._inner_for(raw)
@@ -226,18 +261,20 @@ class Cursor:
         except Exception as exc:
             raise _pymysql.translate_error(exc) from exc
 
-    def fetchmany(self, size: int | None = None) -> list[Row]:
-        """Up to ``size`` rows (default ``arraysize``)."""
-        rows = self._call(self._result().fetchmany, size if size is not None else self.arraysize)
-        return list(rows)
+    def fetchmany(self, size: int | None = None) -> Sequence[Row]:
+        """Up to ``size`` rows (default ``arraysize``); an empty sequence at the end."""
+        return self._call(  # type: ignore[no-any-return]
+            self._result().fetchmany, size if size is not None else self.arraysize
+        )
 
-    def fetchall(self) -> list[Row]:
-        """The remaining rows."""
+    def fetchall(self) -> Sequence[Row]:
+        """The remaining rows: a tuple of tuples on the buffered tuple cursor, a list on the
+        others, as PyMySQL returns them."""
         inner = self._inner
         if inner is None or self._closed:
             self._result()  # raises the right error
         try:
-            return list(inner.fetchall())
+            return inner.fetchall()  # type: ignore[no-any-return]
         except Exception as exc:
             raise _pymysql.translate_error(exc) from exc
 
@@ -284,6 +321,11 @@ class SSCursor(Cursor):
 
     unbuffered = True
 
+    def fetchall_unbuffered(self) -> Iterator[Row]:
+        """The remaining rows one at a time, without holding them all (PyMySQL's extension
+        of its unbuffered cursors)."""
+        return iter(self.fetchone, None)
+
 
 class DictCursor(Cursor):
     """A buffered cursor returning rows as dicts."""
@@ -291,27 +333,35 @@ class DictCursor(Cursor):
     as_dict = True
 
 
-class SSDictCursor(Cursor):
+class SSDictCursor(SSCursor):
     """An unbuffered cursor returning rows as dicts."""
 
-    unbuffered = True
     as_dict = True
 
 
-_BY_PYMYSQL_NAME: dict[str, type[Cursor]] = {
-    "Cursor": Cursor,
-    "SSCursor": SSCursor,
-    "DictCursor": DictCursor,
-    "SSDictCursor": SSDictCursor,
+_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = {
+    (False, False): Cursor,
+    (True, False): SSCursor,
+    (False, True): DictCursor,
+    (True, True): SSDictCursor,
 }
 
 
 def cursor_class(cls: type[Any]) -> type[Cursor]:
-    """One of our cursor classes for ``cls`` (ours, or PyMySQL's of the same name)."""
+    """Our cursor class for ``cls``: ``cls`` itself when it is ours; for PyMySQL's four
+    classes, ours of the same kind; for a subclass of one of them, a subclass of ours of that
+    kind (named after it) that reads results through ``cls``, so that its ``dict_type`` or
+    ``_conv_row`` shapes the rows."""
     if isinstance(cls, type) and issubclass(cls, Cursor):
         return cls
-    name = getattr(cls, "__name__", "")
-    mapped = _BY_PYMYSQL_NAME.get(name)
-    if mapped is None:
+    kind = _pymysql.cursor_kind(cls)
+    if kind is None:
         raise errors.NotSupportedError(f"unsupported cursor class {cls!r}")
-    return mapped
+    ours = _BY_KIND[kind]
+    if cls is _pymysql.CURSOR_CLASSES[kind]:
+        return ours
+    return type(
+        cls.__name__,
+        (ours,),
+        {"pymysql_class": cls, "__module__": __name__, "__doc__": ours.__doc__},
+    )

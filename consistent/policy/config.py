@@ -89,6 +89,10 @@ class PolicyConfig:
     on_timeout: OnTimeout = OnTimeout.PRIMARY
     #: ``eventual`` only: skip replicas whose estimated lag exceeds this many seconds.
     max_lag: float | None = None
+    #: A read whose replica connection died after the read was sent runs again on another
+    #: server; ``False`` reports the failure instead (a statement that never left is always
+    #: routed elsewhere: nothing ran).
+    retry_reads: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "level", Level.parse(self.level))

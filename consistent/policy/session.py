@@ -632,10 +632,14 @@ class SessionPolicy:
             if known is not None:
                 self._saw(known)
 
-    def on_error(self, decision: Decision, *, connection_lost: bool) -> Decision | None:
+    def on_error(
+        self, decision: Decision, *, connection_lost: bool, sent: bool = True
+    ) -> Decision | None:
         """The statement ``decision`` sent failed.  Returns a decision to retry with (a read
         outside a transaction whose replica died), or ``None``: raise the error.  A statement
-        sent to the primary is never retried."""
+        sent to the primary is never retried; with ``retry_reads`` off, neither is a read that
+        was ``sent`` (one that failed before leaving, e.g. on connecting, still goes
+        elsewhere)."""
         stmt = decision.statement
         target = decision.target
         self._last_target = target
@@ -657,6 +661,8 @@ class SessionPolicy:
             _hint_target(stmt) is RouteTarget.REPLICA and _replica_hint_allowed(stmt)
         )
         if decision.action is not Action.EXECUTE or not retryable:
+            return None
+        if sent and not self._config.retry_reads:
             return None
         logger.debug("replica %s failed; retrying the read elsewhere", target)
         return self._route_read(replace(decision, tried=(*decision.tried, target)), fetched=True)

@@ -68,7 +68,7 @@ def test_read_all_writes_sees_another_sessions_earlier_commit(backend: Backend, 
     try:
         cur = b.cursor()
         cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-        assert cur.fetchall() == [(1,)]
+        assert cur.fetchall() == ((1,),)
         assert b.last_decision is not None
         assert b.last_decision.target in backend.replicas
         assert b.last_decision.reason is Reason.WAITED
@@ -84,12 +84,12 @@ def test_read_latest_sees_a_commit_made_elsewhere_just_before(backend: Backend, 
     backend.primary_query(f"INSERT INTO {table} VALUES (1, 7)")  # not through the middleware
     cur = own.cursor()
     cur.execute(f"SELECT COUNT(*) FROM {table}")
-    assert cur.fetchall() == [(0,)]  # read_own_writes owes nothing to that commit
+    assert cur.fetchall() == ((0,),)  # read_own_writes owes nothing to that commit
     timer = backend.resume_all_later()
     try:
         cur = latest.cursor()
         cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-        assert cur.fetchall() == [(7,)]
+        assert cur.fetchall() == ((7,),)
         assert latest.last_decision is not None
         assert latest.last_decision.target in backend.replicas
         assert latest.last_decision.reason is Reason.WAITED
@@ -105,7 +105,7 @@ def test_a_timeout_falls_back_to_the_primary(backend: Backend, table: str) -> No
     cur.execute(f"INSERT INTO {table} VALUES (1, 3)")
     started = time.monotonic()
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(3,)]
+    assert cur.fetchall() == ((3,),)
     assert conn.last_decision is not None
     assert (conn.last_decision.target, conn.last_decision.reason) == (
         PRIMARY,
@@ -125,7 +125,7 @@ def test_next_replica_tries_the_other_replica(backend: Backend, table: str) -> N
     ahead = backend.replicas[1 - backend.replicas.index(behind)]
     backend.resume(backend.replicas.index(ahead))
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(4,)]
+    assert cur.fetchall() == ((4,),)
     decision = conn.last_decision
     assert decision is not None
     assert (decision.target, decision.reason, decision.tried) == (
@@ -148,7 +148,7 @@ def test_on_timeout_error_raises_and_the_connection_stays_usable(
     assert isinstance(info.value, db.OperationalError)
     assert info.value.errno not in {1927, 2006, 2013, 2014, 2045, 2055, 4031}
     cur.execute("/* consistent: primary */ SELECT v FROM " + table)
-    assert cur.fetchall() == [(5,)]
+    assert cur.fetchall() == ((5,),)
 
 
 def test_a_dead_replica_mid_run_costs_no_read_and_no_duplicate_write(
@@ -169,7 +169,7 @@ def test_a_dead_replica_mid_run_costs_no_read_and_no_duplicate_write(
         except db.Error:
             failed += 1
             continue
-        if cur.fetchall() != [(i,)]:
+        if cur.fetchall() != ((i,),):
             wrong += 1
         if i > 60:
             assert conn.last_decision is not None

@@ -107,7 +107,7 @@ def test_read_your_writes_waits_with_wait_for_executed_gtid_set(pair: Pair) -> N
         insert = "INSERT INTO app.t VALUES (1, 10)"
         gtid = run(conn, insert)
         cur.execute("SELECT v FROM app.t WHERE k = 1")  # the replica lacks it: timeout
-        assert cur.fetchall() == [(10,)]
+        assert cur.fetchall() == ((10,),)
         decision = conn.last_decision
         assert decision is not None
         assert (decision.target, decision.reason) == (PRIMARY, Reason.TIMEOUT_FALLBACK)
@@ -125,7 +125,7 @@ def test_read_your_writes_waits_with_wait_for_executed_gtid_set(pair: Pair) -> N
         timer.start()
         try:
             cur.execute("SELECT v FROM app.t WHERE k = 1")
-            assert cur.fetchall() == [(11,)]  # read on the replica, after the wait
+            assert cur.fetchall() == ((11,),)  # read on the replica, after the wait
         finally:
             timer.join()
         decision = conn.last_decision
@@ -149,7 +149,7 @@ def test_read_all_writes_requires_what_others_committed_before(pair: Pair) -> No
         assert required == executed  # T1 is in the session's set
         cur = conn.cursor()
         cur.execute("SELECT COUNT(*) FROM app.t")
-        assert cur.fetchall() == [(2,)]
+        assert cur.fetchall() == ((2,),)
         assert conn.last_decision is not None
         assert conn.last_decision.reason is Reason.TIMEOUT_FALLBACK  # the replica lacks T1
 

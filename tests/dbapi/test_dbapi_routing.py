@@ -35,7 +35,7 @@ def test_write_then_read_sees_the_write_on_a_replica(backend: Backend, table: st
     assert target(conn) == PRIMARY
     assert conn.token.startswith(f"{conn.flavor}:")
     cur.execute(f"SELECT v FROM {table} WHERE k = %(k)s", {"k": 1})
-    assert cur.fetchall() == [(10,)]
+    assert cur.fetchall() == ((10,),)
     assert target(conn) in backend.replicas
     assert reason(conn) in ("waited", "known_covered")
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
@@ -59,13 +59,13 @@ def test_the_cursor_api(backend: Backend, table: str) -> None:
         assert cur.description[0][1] == db.NUMBER
         assert cur.fetchone() == (0, 0)
         cur.arraysize = 2
-        assert cur.fetchmany() == [(1, 1), (2, 4)]
+        assert cur.fetchmany() == ((1, 1), (2, 4))
         assert list(cur) == [(3, 9), (4, 16)]
         assert cur.fetchone() is None
         cur.execute(f"UPDATE {table} SET v = v + 1 WHERE k < 3")
         assert cur.rowcount == 3
         assert cur.executemany(f"SELECT v FROM {table} WHERE k = %s", [(1,), (2,)]) == 2
-        assert cur.fetchall() == [(5,)]
+        assert cur.fetchall() == ((5,),)
 
 
 def test_lastrowid_and_dict_cursors(backend: Backend) -> None:
@@ -106,7 +106,7 @@ def test_callproc_and_nextset(backend: Backend) -> None:
     cur = conn.cursor()
     assert cur.callproc("twice", (21,)) == (21,)
     assert target(conn) == PRIMARY
-    assert cur.fetchall() == [(42,)]
+    assert cur.fetchall() == ((42,),)
     assert cur.nextset() in (None, True)
 
 
@@ -121,7 +121,7 @@ def test_sql_errors_are_translated_and_not_retried(backend: Backend) -> None:
     assert replica in backend.replicas
     assert conn.policy.knowledge.healthy(replica)
     cur.execute("SELECT 1")
-    assert cur.fetchall() == [(1,)]
+    assert cur.fetchall() == ((1,),)
 
 
 def test_a_transaction_runs_on_the_primary_and_commits_or_rolls_back(
@@ -132,17 +132,17 @@ def test_a_transaction_runs_on_the_primary_and_commits_or_rolls_back(
     conn.begin()
     cur.execute(f"INSERT INTO {table} VALUES (1, 1)")
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(1,)]  # uncommitted: only the primary session sees it
+    assert cur.fetchall() == ((1,),)  # uncommitted: only the primary session sees it
     assert (target(conn), reason(conn)) == (PRIMARY, "in_transaction")
     conn.rollback()
     cur.execute(f"SELECT COUNT(*) FROM {table}")
-    assert cur.fetchall() == [(0,)]
+    assert cur.fetchall() == ((0,),)
     cur.execute("START TRANSACTION")
     cur.execute(f"INSERT INTO {table} VALUES (2, 2)")
     cur.execute("COMMIT")
     assert conn.policy.transaction is None
     cur.execute(f"SELECT k FROM {table}")
-    assert cur.fetchall() == [(2,)]
+    assert cur.fetchall() == ((2,),)
     assert target(conn) in backend.replicas
 
 
@@ -152,7 +152,7 @@ def test_a_read_only_transaction_runs_on_one_replica(backend: Backend, table: st
     cur.execute(f"INSERT INTO {table} VALUES (1, 5)")
     conn.begin(read_only=True)
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(5,)]
+    assert cur.fetchall() == ((5,),)
     replica = target(conn)
     assert replica in backend.replicas
     if backend.name == "mariadb":  # the emulator has no information_schema.innodb_trx
@@ -161,7 +161,7 @@ def test_a_read_only_transaction_runs_on_one_replica(backend: Backend, table: st
             "SELECT trx_is_read_only FROM information_schema.innodb_trx"
             " WHERE trx_mysql_thread_id = CONNECTION_ID()"
         )
-        assert cur.fetchall() == [(1,)]
+        assert cur.fetchall() == ((1,),)
         assert target(conn) == replica
     with pytest.raises(db.OperationalError) as info:
         cur.execute(f"UPDATE {table} SET v = 6")
@@ -182,7 +182,7 @@ def test_a_temporary_table_pins_the_session(backend: Backend) -> None:
     cur.execute("CREATE TEMPORARY TABLE tmp (a INT)")
     cur.execute("INSERT INTO tmp VALUES (7)")
     cur.execute("SELECT a FROM tmp")  # would fail on a replica: the table is not there
-    assert cur.fetchall() == [(7,)]
+    assert cur.fetchall() == ((7,),)
     assert (target(conn), reason(conn)) == (PRIMARY, "pinned(temporary_table)")
 
 
@@ -191,7 +191,7 @@ def test_user_variables_pin_the_session(backend: Backend) -> None:
     cur = conn.cursor()
     cur.execute("SET @answer = 42")
     cur.execute("SELECT @answer")
-    assert cur.fetchall() == [(42,)]  # a replica connection has no @answer
+    assert cur.fetchall() == ((42,),)  # a replica connection has no @answer
     assert (target(conn), reason(conn)) == (PRIMARY, "write(user_variable)")
     cur.execute("SELECT 1")
     assert (target(conn), reason(conn)) == (PRIMARY, "pinned(user_variable)")
@@ -203,11 +203,11 @@ def test_session_state_follows_the_session_to_replicas(backend: Backend) -> None
     cur.execute("SET NAMES latin1")
     cur.execute("SET SESSION sql_mode = 'ANSI_QUOTES'")
     cur.execute("SELECT @@character_set_client, @@sql_mode")
-    assert cur.fetchall() == [("latin1", "ANSI_QUOTES")]
+    assert cur.fetchall() == (("latin1", "ANSI_QUOTES"),)
     assert target(conn) in backend.replicas
     conn.select_db("information_schema")
     cur.execute("SELECT DATABASE()")
-    assert cur.fetchall() == [("information_schema",)]
+    assert cur.fetchall() == (("information_schema",),)
     assert target(conn) in backend.replicas
 
 
@@ -218,7 +218,7 @@ def test_autocommit_off_keeps_everything_on_the_primary(backend: Backend, table:
     cur = conn.cursor()
     cur.execute(f"INSERT INTO {table} VALUES (1, 1)")
     cur.execute(f"SELECT COUNT(*) FROM {table}")
-    assert cur.fetchall() == [(1,)]
+    assert cur.fetchall() == ((1,),)
     assert reason(conn) == "in_transaction(autocommit_off)"
     conn.rollback()
     assert backend.primary_query(f"SELECT COUNT(*) FROM {table}") == [(0,)]
@@ -258,7 +258,7 @@ def test_a_token_carries_causality_to_another_session(backend: Backend, table: s
     backend.resume(0)
     cur = reader.cursor()
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(99,)]
+    assert cur.fetchall() == ((99,),)
     with pytest.raises(MalformedGtidSet):
         reader.require("mysql:garbage" if reader.flavor == "mysql" else "mariadb:garbage")
 

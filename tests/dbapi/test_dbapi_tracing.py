@@ -162,7 +162,7 @@ def test_commit_produces_the_gtid_and_every_transaction_statement_has_a_span(
     conn.begin()
     cur.execute(f"INSERT INTO {table} VALUES (1, 1)")
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(1,)]  # uncommitted: only the primary session sees it
+    assert cur.fetchall() == ((1,),)  # uncommitted: only the primary session sees it
     conn.commit()
     after = primary_executed(backend, conn.flavor)
     conn.begin()
@@ -199,7 +199,7 @@ def test_known_covered_and_waited(backend: Backend, table: str, traced: Traced) 
     timer = backend.resume_all_later(delay)
     try:
         cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-        assert cur.fetchall() == [(42,)]
+        assert cur.fetchall() == ((42,),)
     finally:
         timer.join()
     waited = traced.last(conn)
@@ -219,7 +219,7 @@ def test_known_covered_and_waited(backend: Backend, table: str, traced: Traced) 
     assert trace.GTID_PRODUCED not in waited
 
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(42,)]
+    assert cur.fetchall() == ((42,),)
     covered = traced.last(conn)
     assert covered[trace.ROUTE_REASON] == "known_covered"
     assert covered[trace.ROUTE_TARGET] == waited[trace.ROUTE_TARGET]
@@ -239,7 +239,7 @@ def test_a_timeout_falls_back_to_the_primary(backend: Backend, table: str, trace
     cur.execute(f"INSERT INTO {table} VALUES (1, 7)")
     produced = traced.last(conn)[trace.GTID_PRODUCED]
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(7,)]
+    assert cur.fetchall() == ((7,),)
     span = traced.last(conn)
     assert route(span) == (PRIMARY, "timeout_fallback", None)
     assert span[trace.ROUTE_ROLE] == "primary"
@@ -261,7 +261,7 @@ def test_dead_replicas_send_reads_to_the_primary(
     for index in range(len(backend.replicas)):
         backend.kill(index)
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-    assert cur.fetchall() == [(3,)]
+    assert cur.fetchall() == ((3,),)
     span = traced.last(conn)
     assert route(span)[:2] == (PRIMARY, "no_healthy_replica")
     assert conn.last_decision is not None
@@ -280,7 +280,7 @@ def test_a_temporary_table_pins_the_session(backend: Backend, traced: Traced) ->
     cur.execute("CREATE TEMPORARY TABLE tmp (a INT)")
     cur.execute("INSERT INTO tmp VALUES (7)")
     cur.execute("SELECT a FROM tmp")
-    assert cur.fetchall() == [(7,)]
+    assert cur.fetchall() == ((7,),)
     span = traced.last(conn)
     assert route(span) == (PRIMARY, "pinned", "temporary_table")
     assert span[trace.ROUTE_PINNED_REASON] == "temporary_table"
@@ -324,7 +324,7 @@ def test_eventual_reads_go_to_a_replica_without_waiting(
     backend.pause_all()
     cur.execute(f"INSERT INTO {table} VALUES (1, 1)")
     cur.execute(f"SELECT COUNT(*) FROM {table}")
-    assert cur.fetchall() == [(0,)]  # stale, as eventual allows: the appliers are stopped
+    assert cur.fetchall() == ((0,),)  # stale, as eventual allows: the appliers are stopped
     span = traced.last(conn)
     assert span[trace.ROUTE_REASON] == "eventual"
     assert span[trace.ROUTE_ROLE] == "replica"
@@ -354,12 +354,12 @@ def test_without_replicas_every_statement_is_traced_on_the_direct_path(
     after = primary_executed(backend, conn.flavor)
     assert conn._direct is not None  # the statement took the path without routing
     cur.execute(f"SELECT v FROM {table} WHERE k = %s", (1,))
-    assert cur.fetchall() == [(1,)]
+    assert cur.fetchall() == ((1,),)
     cur.executemany(f"INSERT INTO {table} VALUES (%s, %s)", [(2, 2), (3, 3)])
     with pytest.raises(db.IntegrityError):
         cur.execute(f"INSERT INTO {table} VALUES (1, 1)")
     cur.execute(b"SELECT 2")
-    assert cur.fetchall() == [(2,)]
+    assert cur.fetchall() == ((2,),)
     spans = traced.spans(conn)
     operations = [s[trace.DB_OPERATION_NAME] for s in spans]
     assert operations == ["INSERT", "SELECT", "INSERT", "INSERT", "SELECT"]
@@ -386,7 +386,7 @@ def test_with_tracing_off_nothing_is_recorded(backend: Backend, table: str) -> N
             cur = conn.cursor()
             cur.execute(f"REPLACE INTO {table} VALUES (1, 1)")
             cur.execute(f"SELECT v FROM {table} WHERE k = 1")
-            assert cur.fetchall() == [(1,)]
+            assert cur.fetchall() == ((1,),)
             cur.execute(b"SELECT 2")
             conn.commit()
             assert conn._span is NOOP_SPAN

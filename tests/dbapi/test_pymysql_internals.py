@@ -11,7 +11,9 @@ import inspect
 import struct
 
 import pymysql
+import pymysql.charset
 import pymysql.connections
+import pymysql.cursors
 import pymysql.protocol
 import pytest
 from pymysql.constants import CLIENT
@@ -264,3 +266,21 @@ def test_the_tracking_connection_is_a_pymysql_connection() -> None:
     assert "self.message = self.packet.read_all()" in inspect.getsource(
         pymysql.protocol.OKPacketWrapper
     )
+
+
+def test_the_cursor_and_charset_internals_we_read_exist() -> None:
+    conn = pymysql.connections.Connection(defer_connect=True)
+    cursor = pymysql.cursors.Cursor(conn)
+    assert cursor._executed is None
+    assert "self._executed = query" in inspect.getsource(pymysql.cursors.Cursor.execute)
+    assert _pymysql.executed(cursor) is None
+    # cursor_kind() tells the kinds apart by these bases.
+    assert issubclass(pymysql.cursors.DictCursor, pymysql.cursors.DictCursorMixin)
+    assert issubclass(pymysql.cursors.SSDictCursor, pymysql.cursors.DictCursorMixin)
+    assert issubclass(pymysql.cursors.SSDictCursor, pymysql.cursors.SSCursor)
+    assert _pymysql.cursor_kind(pymysql.cursors.SSDictCursor) == (True, True)
+    assert _pymysql.cursor_kind(dict) is None
+    # encoders_for() builds the mapping as the connection does.
+    assert _pymysql.encoders_for(None) == conn.encoders
+    assert pymysql.charset.charset_by_name("latin1").encoding == "cp1252"
+    assert not _pymysql.charset_known("no-such-charset")

@@ -423,6 +423,20 @@ def test_a_replica_lost_during_a_read_is_retried_elsewhere() -> None:
     assert (last.target, last.reason) == (PRIMARY, Reason.NO_HEALTHY_REPLICA)
 
 
+def test_with_retry_reads_off_a_sent_read_is_not_retried() -> None:
+    policy, knowledge, _ = make()
+    policy.config = PolicyConfig(retry_reads=False)
+    d = policy.route(classify("SELECT 1"), "SELECT 1")
+    assert policy.on_error(d, connection_lost=True) is None
+    assert not knowledge.healthy(d.target)  # still known to be down
+    # A read that never left (its replica could not be reached) still goes elsewhere.
+    other = policy.route(classify("SELECT 2"), "SELECT 2")
+    assert other.target not in (d.target, PRIMARY)
+    retry = policy.on_error(other, connection_lost=True, sent=False)
+    assert retry is not None
+    assert (retry.target, retry.tried) == (PRIMARY, (other.target,))
+
+
 def test_an_sql_error_on_a_replica_is_not_retried() -> None:
     policy, knowledge, _ = make()
     d = policy.route(classify("SELECT nope FROM t"))
