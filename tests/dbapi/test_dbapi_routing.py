@@ -294,7 +294,7 @@ def test_oversized_statements_and_tokens_are_bounded(backend: Backend, table: st
     cur.execute(f"INSERT INTO {table} VALUES (1, 10)")
     padding = "x" * (MAX_CLASSIFIED_LENGTH + 1)
     cur.execute(f"SELECT v, LENGTH(%s) FROM {table} WHERE k = 1", (padding,))
-    assert cur.fetchall() == [(10, len(padding))]
+    assert cur.fetchall() == ((10, len(padding)),)
     assert (target(conn), reason(conn)) == (PRIMARY, "write(oversized_statement)")
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")  # a plain read: no pin was left
     assert target(conn) in backend.replicas
