@@ -3,28 +3,38 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# What is installed into .venv, in two steps: `make demo` only what the product and the demo
+# need (the spark extra, and mypyc for `make native`); `make test` and the other developer
+# targets add the test and lint tools (the dev extra).
+DEMO_STAMP := $(VENV)/.installed-demo
+DEV_STAMP := $(VENV)/.installed-dev
 NATIVE := $(VENV)/.native
 PYTEST_ARGS ?=
 
-.PHONY: all venv native clean-native system-deps demo lint format test test-fast test-sqlalchemy \
-	test-pymysql bench clean
+.PHONY: all venv venv-demo native clean-native system-deps demo lint format test test-fast \
+	test-sqlalchemy test-pymysql bench clean
 
 all: test
 
-$(STAMP): pyproject.toml
-	@bash scripts/ensure-system-packages.sh --clients
+$(DEMO_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,spark]'
-	@touch $(STAMP)
+	$(PY) -m pip install --quiet -e '.[spark,native]'
+	@touch $(DEMO_STAMP)
 
-venv: $(STAMP)
+$(DEV_STAMP): $(DEMO_STAMP)
+	@bash scripts/ensure-system-packages.sh --clients
+	$(PY) -m pip install --quiet -e '.[dev,spark,native]'
+	@touch $(DEV_STAMP)
+
+venv-demo: $(DEMO_STAMP)
+
+venv: $(DEV_STAMP)
 
 # The per-statement path (routing policy, proxy) compiled to C extensions with mypyc
 # (consistent/native.py lists the modules); rebuilt whenever one of their packages' sources
 # changes.  `make clean-native` runs everything from source.
-$(NATIVE): $(STAMP) $(wildcard proxy/*.py consistent/policy/*.py) consistent/native.py \
+$(NATIVE): $(DEMO_STAMP) $(wildcard proxy/*.py consistent/policy/*.py) consistent/native.py \
 		scripts/compile.py
 	@bash scripts/ensure-system-packages.sh --compiler
 	$(PY) scripts/compile.py
@@ -41,7 +51,7 @@ system-deps:
 	@bash scripts/ensure-system-packages.sh
 
 # The whole product on the embedded emulator: topology, proxy, workload, staleness report.
-demo: venv native
+demo: venv-demo native
 	@bash scripts/ensure-system-packages.sh --java
 	$(VENV)/bin/consistent demo $(DEMO_ARGS)
 

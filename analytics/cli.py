@@ -3,8 +3,10 @@ works, then the headline numbers.
 
 :func:`add_analyze_command` registers the subcommand on the ``consistent`` parser (its handler
 is ``args.handler``); :func:`configure_parser` and :func:`run_analyze` are the same two halves
-for a command table.  Spark is imported only when the command runs, so ``consistent --help``
-stays fast.
+for a command table; the help is :data:`DESCRIPTION`.  Before Spark starts, the handler checks
+what the run needs (the ``spark`` extra, Java, trace files that are traces): each missing piece
+is one line and status 2, at once.  Spark is imported only when the command runs, so
+``consistent --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -30,12 +32,31 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from analytics.startup import run_interruptibly, spark_problem, start_spark
+from consistent.command import EXIT_FAILURE, CommandError
 from consistent.errors import Error
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-__all__ = ["add_analyze_command", "configure_parser", "run_analyze"]
+    from analytics.jobs.run import RunResult
+
+__all__ = ["DESCRIPTION", "add_analyze_command", "configure_parser", "run_analyze"]
+
+DESCRIPTION: Final = """\
+Analyse consistent's traces on Spark and write a report.
+
+  consistent analyze traces/ --out analysis/
+  consistent analyze 'traces/*.jsonl' lag.jsonl --out analysis/ --master spark://host:7077
+
+The traces are OTLP-JSON lines, as the DB-API wrapper, the SQLAlchemy engine, the proxy and
+consistent lag-sample write them (CONSISTENT_TRACE_FILE, CONSISTENT_TRACE_DIR).  The jobs
+measure replica lag per replica and per hop, how stale each replica read could have been, what
+each consistency level cost (waits, timeouts, fallbacks to the primary, reads served by
+replicas), and audit the read-your-writes guarantee from the traces alone.  The command prints
+the headline per level and writes OUT/report.html, OUT/summary.json and Parquet tables in
+OUT/tables/.  It needs the spark extra (pip install 'consistent[spark]') and Java 17 or later.
+"""
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +97,7 @@ def add_analyze_command(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "analyze",
         help="analyse traces on Spark: lag, staleness, cost, audit; writes an HTML report",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     configure_parser(parser)
@@ -153,39 +174,80 @@ def _quiet_progress() -> Iterator[None]:
     yield
 
 
-def run_analyze(args: argparse.Namespace) -> int:
-    """Run every job for ``args`` (from :func:`configure_parser`); returns the exit status."""
-    # Spark and the jobs load only now: they take seconds to import and start.
-    from analytics.jobs.layout import JobSettings  # noqa: PLC0415 (see the comment above)
-    from analytics.jobs.run import STEPS, run_all  # noqa: PLC0415
-    from analytics.report import headline, terminal_summary  # noqa: PLC0415
-    from analytics.spark import SparkSettings, build_session  # noqa: PLC0415
+def _inputs(args: argparse.Namespace) -> None:
+    """Refuse inputs that cannot be analysed, before Spark starts."""
+    from analytics import storage  # noqa: PLC0415 (imports PySpark)
+    from analytics.jobs.layout import Layout  # noqa: PLC0415
 
-    if not args.traces and not args.skip_ingest:
-        sys.stderr.write("consistent analyze: give trace files, or --skip-ingest\n")
-        return 2
-    console = Console(stderr=True)
+    if args.skip_ingest:
+        records = Path(Layout(args.out).records)
+        if not records.is_dir():
+            raise CommandError(f"--skip-ingest: no tables of an earlier run in {records}")
+        return
+    try:
+        storage.check_traces(storage.resolve_inputs(args.traces))
+    except Error as exc:
+        raise CommandError(exc.msg) from exc
+
+
+def _run(args: argparse.Namespace, console: Console) -> RunResult:
+    from analytics.jobs.layout import JobSettings  # noqa: PLC0415 (imports PySpark)
+    from analytics.jobs.run import STEPS, run_all  # noqa: PLC0415
+    from analytics.spark import SparkSettings  # noqa: PLC0415
+
     settings = JobSettings(
         window_ns=None if args.window is None else int(args.window * 1e9),
         **({"title": args.title} if args.title else {}),
     )
+    if not console.is_terminal:  # a log: say what the next seconds are spent on
+        console.print("starting Spark…")
     with console.status("starting Spark…"):
-        spark = build_session(SparkSettings(master=args.master, driver_memory=args.driver_memory))
+        try:
+            spark = start_spark(SparkSettings(master=args.master, driver_memory=args.driver_memory))
+        except Error as exc:
+            raise CommandError(exc.msg, EXIT_FAILURE) from exc
     show = not args.no_progress and console.is_terminal
     display = _SparkProgress(console, spark.sparkContext, STEPS) if show else None
+
+    def step_line(index: int, name: str) -> None:
+        console.print(f"step {index + 1}/{len(STEPS)}: {name}…")
+
+    def work() -> RunResult:
+        return run_all(
+            spark,
+            args.traces,
+            args.out,
+            settings,
+            skip_ingest=args.skip_ingest,
+            on_step=display.step if display else step_line,
+        )
+
     try:
         with display or _quiet_progress():
-            result = run_all(
-                spark,
-                args.traces,
-                args.out,
-                settings,
-                skip_ingest=args.skip_ingest,
-                on_step=display.step if display else None,
-            )
+            return run_interruptibly(spark, work)
     except Error as exc:
-        sys.stderr.write(f"consistent analyze: {exc}\n")
-        return 2
+        raise CommandError(exc.msg) from exc
+    except Exception as exc:  # Py4J and PySpark errors share no base class with ours
+        logger.debug("the analysis failed", exc_info=True)
+        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        raise CommandError(
+            f"the Spark analysis failed ({type(exc).__name__}: {detail})", EXIT_FAILURE
+        ) from exc
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    """Run every job for ``args`` (from :func:`configure_parser`); returns the exit status
+    (raises :class:`~consistent.command.CommandError` when the analysis cannot run)."""
+    if not args.traces and not args.skip_ingest:
+        raise CommandError("give trace files, or --skip-ingest")
+    problem = spark_problem()
+    if problem is not None:
+        raise CommandError(problem)
+    _inputs(args)
+    # Spark and the jobs load only now: they take seconds to import and start.
+    from analytics.report import headline, terminal_summary  # noqa: PLC0415
+
+    result = _run(args, Console(stderr=True))
     Console().print(terminal_summary(result.data))
     sys.stdout.write(f"report: {result.layout.report}\n")
     numbers = headline(result.data)

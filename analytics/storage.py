@@ -12,7 +12,9 @@ yields no spans rather than failing the job.
 
 from __future__ import annotations
 
+import bz2
 import glob
+import gzip
 import logging
 import os
 import re
@@ -29,7 +31,9 @@ from consistent.errors import InterfaceError
 
 __all__ = [
     "TRACE_FILE",
+    "check_traces",
     "input_bytes",
+    "looks_like_traces",
     "read_parquet",
     "read_requests",
     "read_spans",
@@ -43,6 +47,9 @@ logger = logging.getLogger(__name__)
 TRACE_FILE: Final = re.compile(r"[^.].*\.(?:jsonl|json|ndjson)(?:\.gz|\.bz2)?\Z")
 _URI: Final = re.compile(r"\A[A-Za-z][A-Za-z0-9+.-]*://")
 _GLOB: Final = re.compile(r"[*?\[]")
+#: Bytes read from the start of a file to tell whether it holds trace lines.
+_SNIFF_BYTES: Final = 64 * 1024
+_REQUEST_KEY: Final = b'"resourceSpans"'
 
 
 def _is_uri(text: str) -> bool:
@@ -80,6 +87,47 @@ def resolve_inputs(inputs: Sequence[str]) -> list[str]:
             raise InterfaceError(f"no trace files in {text!r}")
         found.extend(str(path.resolve()) for path in paths)
     return list(dict.fromkeys(found))
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of ``path``, decompressed."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as compressed:
+            return compressed.read(_SNIFF_BYTES)
+    if path.suffix == ".bz2":
+        with bz2.open(path, "rb") as packed:
+            return packed.read(_SNIFF_BYTES)
+    with path.open("rb") as plain:
+        return plain.read(_SNIFF_BYTES)
+
+
+def looks_like_traces(path: str) -> bool | None:
+    """Whether a local file starts as OTLP-JSON trace lines do (a JSON object with
+    ``resourceSpans``); ``None`` when it cannot tell (an empty file, a URI)."""
+    if _is_uri(path):
+        return None
+    try:
+        head = _head(Path(path)).lstrip()
+    except (OSError, EOFError):
+        return False
+    if not head:
+        return None
+    return head.startswith(b"{") and _REQUEST_KEY in head
+
+
+def check_traces(paths: Sequence[str]) -> None:
+    """Raise :class:`~consistent.errors.InterfaceError` when none of ``paths`` (resolved
+    already) holds trace lines, naming a file that is not a trace, before Spark reads them."""
+    verdicts = {path: looks_like_traces(path) for path in paths}
+    if any(verdicts.values()) or any(_is_uri(path) for path in paths):
+        return
+    wrong = [path for path, verdict in verdicts.items() if verdict is False]
+    if not wrong:
+        raise InterfaceError(f"the trace files are empty: {', '.join(paths[:3])}")
+    raise InterfaceError(
+        f"{wrong[0]} is not a trace file (OTLP-JSON lines, one ExportTraceServiceRequest "
+        "per line, as consistent's exporter writes them)"
+    )
 
 
 def input_bytes(paths: Sequence[str]) -> int:

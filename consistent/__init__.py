@@ -8,12 +8,26 @@ on MariaDB) and the replica-side wait functions (``WAIT_FOR_EXECUTED_GTID_SET`` 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from consistent.dbapi import Connection
+    from consistent.policy import ReplicaKnowledge
+    from consistent.telemetry import Telemetry
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "connect"]
 
 
-def connect(*args: object, **kwargs: object) -> object:
+def connect(
+    dsn: str | None = None,
+    *,
+    knowledge: ReplicaKnowledge | None = None,
+    cursorclass: type[Any] | None = None,
+    telemetry: Telemetry | None = None,
+    **kwargs: Any,
+) -> Connection:
     """Open a consistent DB-API connection; see :func:`consistent.dbapi.connect`.
 
     Imported lazily so that ``import consistent`` stays light for the emulator, the proxy and
@@ -21,4 +35,6 @@ def connect(*args: object, **kwargs: object) -> object:
     """
     from consistent import dbapi  # noqa: PLC0415 - deliberate lazy import
 
-    return dbapi.connect(*args, **kwargs)  # type: ignore[arg-type]
+    return dbapi.connect(
+        dsn, knowledge=knowledge, cursorclass=cursorclass, telemetry=telemetry, **kwargs
+    )

@@ -4,6 +4,8 @@ Each subcommand is registered by a function ``add_<name>_command(subparsers)`` i
 that implements it; the function adds its parser and stores ``handler(args) -> exit status``
 as the parser's ``handler`` default.  ``_SUBCOMMANDS`` lists them by import path so that the
 command imports only what the chosen subcommand needs (PySpark, for one, is slow to import).
+Every subcommand runs through :func:`consistent.command.run`: a failure is one line on
+standard error (``consistent <command>: error: …``), Ctrl-C exits with status 130.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from consistent import __version__
+from consistent.command import EXIT_USAGE, CommandParser, run
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -38,7 +41,7 @@ _SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "demo": (
         "run the demonstration: emulated topology, proxy, workload, staleness report",
-        "demo.cli:add_demo_command",
+        "consistent.demo.cli:add_demo_command",
     ),
 }
 
@@ -59,7 +62,7 @@ def _registrar(path: str) -> Callable[[Any], argparse.ArgumentParser]:
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The argument parser.  Only the subcommand named in ``argv`` (if any) is imported; the
     others appear in the help with their one-line description."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="consistent",
         description="Session-consistency middleware for MySQL/MariaDB replication.",
     )
@@ -76,16 +79,21 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(args_list)
-    args = parser.parse_args(args_list)
+def _dispatch(options: argparse.Namespace) -> int:
+    argv: list[str] = options.argv
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
-        return 2
-    return handler(args)
+        return EXIT_USAGE
+    return run(f"consistent {args.command}", handler, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    return run("consistent", _dispatch, argparse.Namespace(argv=args_list))
 
 
 if __name__ == "__main__":

@@ -2,10 +2,13 @@
 
 Command-line options override the file (and keep overriding it across reloads); ``SIGHUP``
 re-reads the file and applies its backends and users without disturbing sessions in flight;
-``SIGTERM``/``SIGINT`` shut down gracefully (sessions drain until ``shutdown_timeout``).
-Logs go to stderr, one line per record, as text or as JSON lines with ``--log-format json``
+``SIGTERM``/``SIGINT`` shut down gracefully (sessions drain until ``shutdown_timeout``), then
+the command exits with 0 after SIGTERM and 130 after SIGINT.  A configuration that does not
+load is one line on stderr (``consistent proxy: error: …``) and status 2.  Logs go to stderr,
+one line per record, as text or as JSON lines with ``--log-format json``
 (:mod:`proxy.logformat`: control characters are escaped in every field, so what a client
-sends cannot forge a line); no log line carries a password (configuration objects hide their
+sends cannot forge a line; the client and the user of a record are fields of their own); no
+log line carries a password (configuration objects hide their
 secrets from ``repr``).
 
 The subcommand is registered by ``consistent.cli`` through :func:`add_proxy_command`;
@@ -25,12 +28,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from consistent.command import EXIT_FAILURE, CommandError, CommandParser, run
+from consistent.policy import Level
 from proxy.config import ConfigError, ProxyConfig, load
 from proxy.logformat import JsonFormatter, TextFormatter
 from proxy.server import ProxyServer
 
 __all__ = [
+    "DESCRIPTION",
     "JsonFormatter",
+    "TextFormatter",
     "add_proxy_command",
     "command",
     "configure_parser",
@@ -42,24 +49,65 @@ logger = logging.getLogger(__name__)
 
 _ADMIN_TOKEN_ENV = "CONSISTENT_PROXY_ADMIN_TOKEN"
 
+DESCRIPTION = """\
+Run the MySQL-protocol proxy: any MySQL client connects to it and gets read/write splitting
+with session consistency (a read goes to a replica only once that replica has what the
+session's consistency level requires).
+
+  consistent proxy --config proxy.toml
+  consistent proxy --config proxy.toml --replica 127.0.0.1:3307 --log-format json
+
+The options override the file's keys.  SIGHUP reloads the file (backends and users) without
+disturbing sessions in flight; SIGTERM and SIGINT (Ctrl-C) drain the sessions, then the
+command exits with status 0 (SIGTERM) or 130 (SIGINT).  The admin token may come from the
+CONSISTENT_PROXY_ADMIN_TOKEN environment variable.
+"""
+
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """The options of ``consistent proxy``."""
-    parser.add_argument("--config", required=True, type=Path, help="TOML configuration file")
-    parser.add_argument("--listen", help="host:port for clients (overrides 'listen')")
-    parser.add_argument("--primary", help="host:port of the primary (overrides backends.primary)")
+    parser.add_argument(
+        "--config", required=True, type=Path, help="the TOML configuration file (see the README)"
+    )
+    parser.add_argument(
+        "--listen", metavar="HOST:PORT", help="where clients connect (overrides listen)"
+    )
+    parser.add_argument(
+        "--primary", metavar="HOST:PORT", help="the primary (overrides backends.primary)"
+    )
     parser.add_argument(
         "--replica",
         action="append",
-        help="host:port of a replica; repeat for several (replaces backends.replicas)",
+        metavar="HOST:PORT",
+        help="a replica; repeat for several (replaces backends.replicas)",
     )
-    parser.add_argument("--level", help="default consistency level (overrides 'level')")
-    parser.add_argument("--flavor", choices=["mysql", "mariadb"], help="server flavour")
-    parser.add_argument("--admin-listen", help="host:port of the admin endpoint (loopback)")
     parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+        "--level",
+        choices=[level.value for level in Level],
+        help="default consistency level of a session (overrides level)",
     )
-    parser.add_argument("--log-format", default="text", choices=["text", "json"])
+    parser.add_argument(
+        "--flavor",
+        choices=["mysql", "mariadb"],
+        help="the servers' flavour (overrides backends.flavor; default: from the handshake)",
+    )
+    parser.add_argument(
+        "--admin-listen",
+        metavar="HOST:PORT",
+        help="the admin endpoint, /metrics and /status, on loopback (overrides admin.listen)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the least severe log records written to stderr (default info)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="text lines, or one JSON object per line (default text)",
+    )
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, object]:
@@ -95,11 +143,13 @@ def setup_logging(level: str, fmt: str) -> None:
     root.setLevel(level.upper())
 
 
-async def serve(path: Path, overrides: dict[str, object], config: ProxyConfig) -> None:
-    """Run a proxy for ``config`` until a stop signal; reload ``path`` on SIGHUP."""
+async def serve(path: Path, overrides: dict[str, object], config: ProxyConfig) -> int:
+    """Run a proxy for ``config`` until a stop signal; reload ``path`` on SIGHUP.  Returns
+    the signal that stopped it."""
     loop = asyncio.get_running_loop()
     server = ProxyServer(config)
     stop = asyncio.Event()
+    received: list[int] = []
 
     def reload() -> None:
         try:
@@ -107,8 +157,12 @@ async def serve(path: Path, overrides: dict[str, object], config: ProxyConfig) -
         except ConfigError as e:
             logger.error("reload failed, keeping the running configuration: %s", e)
 
+    def stop_on(signum: int) -> None:
+        received.append(signum)
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stop_on, sig)
     loop.add_signal_handler(signal.SIGHUP, reload)
     await server.start()
     try:
@@ -118,17 +172,19 @@ async def serve(path: Path, overrides: dict[str, object], config: ProxyConfig) -
         await server.shutdown()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
+    return received[0]
 
 
 def command(args: argparse.Namespace) -> int:
-    """The ``consistent proxy`` handler."""
-    setup_logging(args.log_level, args.log_format)
+    """The ``consistent proxy`` handler: 0 after SIGTERM; ``KeyboardInterrupt`` once drained
+    after SIGINT (status 130 through :func:`consistent.command.run`);
+    :class:`~consistent.command.CommandError` when the proxy cannot start."""
     overrides = overrides_from(args)
     try:
         config = load(args.config, overrides)
     except ConfigError as e:
-        logger.error("%s", e)
-        return 2
+        raise CommandError(str(e)) from e
+    setup_logging(args.log_level, args.log_format)
     coro = serve(Path(args.config), overrides, config)
     try:
         uvloop = importlib.import_module("uvloop")
@@ -137,13 +193,13 @@ def command(args: argparse.Namespace) -> int:
     else:
         runner = uvloop.run
     try:
-        runner(coro)
+        stopped_by: int = runner(coro)
     except ConfigError as e:
-        logger.error("%s", e)
-        return 2
+        raise CommandError(str(e)) from e
     except OSError as e:
-        logger.error("cannot start: %s", e)
-        return 1
+        raise CommandError(f"cannot start: {e.strerror or e}", EXIT_FAILURE) from e
+    if stopped_by == signal.SIGINT:
+        raise KeyboardInterrupt
     return 0
 
 
@@ -152,7 +208,8 @@ def add_proxy_command(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "proxy",
         help="run the MySQL-protocol proxy (read/write splitting with read-your-writes)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     configure_parser(parser)
     parser.set_defaults(handler=command)
@@ -161,6 +218,10 @@ def add_proxy_command(subparsers: Any) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m proxy``."""
-    parser = argparse.ArgumentParser(prog="consistent proxy")
+    parser = CommandParser(
+        prog="consistent proxy",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     configure_parser(parser)
-    return command(parser.parse_args(argv))
+    return run("consistent proxy", command, parser.parse_args(argv))

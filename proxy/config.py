@@ -42,7 +42,7 @@ Example (every key but ``backends.primary`` and one user is optional)::
 
     [admin]                          # HTTP /metrics and /status, on 127.0.0.1 only
     listen = "127.0.0.1:9033"
-    token = "..."
+    token = "change-me-to-a-long-random-token"   # at least 8 characters
 
 Relative paths are relative to the file.  Every secret field is excluded from ``repr`` so that a
 configuration can be logged.  :func:`load` builds the frozen :class:`ProxyConfig`;

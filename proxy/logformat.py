@@ -20,7 +20,11 @@ import re
 import time
 from typing import Any, Final
 
-__all__ = ["JsonFormatter", "TextFormatter", "escape_controls"]
+__all__ = ["LOG_FIELDS", "JsonFormatter", "TextFormatter", "escape_controls"]
+
+#: Log record attributes (``extra=``) that are fields of their own in the logs, not text
+#: inside the message: the client's address and the user it logged in as.
+LOG_FIELDS: Final = ("client", "user")
 
 _CONTROLS: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\\\\]")
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
@@ -41,18 +45,31 @@ def escape_controls(text: str) -> str:
     return _CONTROLS.sub(_escape, text)
 
 
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in LOG_FIELDS if hasattr(record, name)}
+
+
 class TextFormatter(logging.Formatter):
-    """``time level logger: message`` on one line, every field escaped."""
+    """``time level logger: message``, then the :data:`LOG_FIELDS` as ``(name=value …)``, on
+    one line, every field escaped."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        text = super().formatMessage(record)
+        fields = _fields(record)
+        if not fields:
+            return text
+        return text + " (" + " ".join(f"{k}={v}" for k, v in fields.items()) + ")"
 
     def format(self, record: logging.LogRecord) -> str:
         return escape_controls(super().format(record))
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per log record: time, level, logger, message (and exception)."""
+    """One JSON object per log record: time, level, logger, message, the :data:`LOG_FIELDS`
+    the record carries (and the exception)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -61,6 +78,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
+            **_fields(record),
         }
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)

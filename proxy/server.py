@@ -465,7 +465,7 @@ class ProxyServer:
             )
         except AccessDenied as denied:
             self._metrics.auth_failures += 1
-            logger.info("login refused from %s: %s", host, denied.msg)
+            logger.info("login refused: %s", denied.msg, extra={"client": host})
             ep.close()
             await ep.wait_closed(5.0)
             return
@@ -487,6 +487,7 @@ class ProxyServer:
             self._gate.done(host, ep)
             self._logins.pop(ep, None)
         ep.write(frame(login_ok(login.capabilities), login.next_seq))
+        logger.debug("login", extra={"client": host, "user": login.user.name})
         session = Session(
             self,
             ep,

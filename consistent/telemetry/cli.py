@@ -1,13 +1,7 @@
 """``consistent lag-sample``: poll replicas for replication lag, write lag records.
 
-::
-
-    consistent lag-sample --replica 127.0.0.1:3307 --replica 127.0.0.1:3308 \\
-        --primary 127.0.0.1:3306 --user app --interval-ms 500 --trace-file lag.jsonl
-
-Records go to the exporters the environment configures (``CONSISTENT_TRACE_FILE``,
-``OTEL_TRACES_EXPORTER``…; ``--trace-file`` adds a file), and one summary line per record goes to
-standard output unless ``--quiet``.  The password comes from ``--password`` or ``MYSQL_PWD``.
+The command's help is :data:`DESCRIPTION`; :func:`add_lag_sample_command` registers it on the
+``consistent`` parser and :func:`run_lag_sample` is its handler.
 """
 
 from __future__ import annotations
@@ -24,6 +18,8 @@ from typing import Any, Final
 
 import pymysql
 
+from consistent.command import EXIT_FAILURE, CommandError
+from consistent.errors import InterfaceError
 from consistent.flavors import detect_flavor
 from consistent.telemetry.config import TelemetryConfig
 from consistent.telemetry.pipeline import Telemetry
@@ -42,6 +38,7 @@ from consistent.trace import (
 )
 
 __all__ = [
+    "DESCRIPTION",
     "HELP",
     "add_lag_sample_command",
     "configure_lag_sample",
@@ -49,7 +46,33 @@ __all__ = [
 ]
 
 HELP: Final = "poll replicas for replication lag and write lag records to the trace stream"
+DESCRIPTION: Final = """\
+Poll replicas for replication lag and write one lag record per replica per poll.
+
+  consistent lag-sample --replica 127.0.0.1:3307 --replica 127.0.0.1:3308 \\
+      --primary 127.0.0.1:3306 --user app --interval-ms 500 --trace-file lag.jsonl
+
+MySQL replicas are read through the performance_schema replication tables, MariaDB replicas
+through SHOW ALL SLAVES STATUS and their GTID positions.  Records go to the exporters the
+environment configures (CONSISTENT_TRACE_FILE, OTEL_TRACES_EXPORTER, …; --trace-file adds a
+file), where consistent analyze reads them beside the statements' traces.  One summary line
+per record goes to standard output unless --quiet.  Runs until Ctrl-C (exit status 130) or
+for --count rounds.
+"""
 _CONNECT_TIMEOUT: Final = 5
+_MAX_PORT: Final = 65535
+
+
+def _endpoint(text: str) -> Endpoint:
+    """An ``argparse`` type: ``host``, ``host:port`` or ``[v6]:port``."""
+    try:
+        endpoint = Endpoint.parse(text)
+    except InterfaceError as exc:
+        raise argparse.ArgumentTypeError(exc.msg) from None
+    unclosed = text.lstrip().startswith("[") and "]" not in text
+    if unclosed or not endpoint.host or not 1 <= endpoint.port <= _MAX_PORT:
+        raise argparse.ArgumentTypeError(f"not a host:port address: {text!r}")
+    return endpoint
 
 
 def configure_lag_sample(parser: argparse.ArgumentParser) -> None:
@@ -58,25 +81,51 @@ def configure_lag_sample(parser: argparse.ArgumentParser) -> None:
         "--replica",
         action="append",
         required=True,
+        type=_endpoint,
         metavar="HOST[:PORT]",
-        help="a replica to sample (repeat for several)",
+        help="a replica to sample (repeat for several; port 3306 unless given)",
     )
     parser.add_argument(
-        "--primary", metavar="HOST[:PORT]", help="the primary (MariaDB: read its gtid_binlog_pos)"
+        "--primary",
+        type=_endpoint,
+        metavar="HOST[:PORT]",
+        help="the primary (MariaDB: its gtid_binlog_pos tells how far behind each replica is)",
     )
-    parser.add_argument("--flavor", choices=("auto", "mysql", "mariadb"), default="auto")
-    parser.add_argument("--user", default=os.environ.get("USER", "root"))
-    parser.add_argument("--password", default=None, help="default: $MYSQL_PWD")
-    parser.add_argument("--interval-ms", type=int, default=1000, help="poll period (ms)")
-    parser.add_argument("--count", type=int, default=0, help="rounds to run (0: until ^C)")
-    parser.add_argument("--trace-file", type=Path, help="also write lag records to this file")
+    parser.add_argument(
+        "--flavor",
+        choices=("auto", "mysql", "mariadb"),
+        default="auto",
+        help="the servers' flavour (default auto: detected from the first replica)",
+    )
+    parser.add_argument(
+        "--user",
+        default=os.environ.get("USER", "root"),
+        help="the account to connect as (default: $USER, else root)",
+    )
+    parser.add_argument(
+        "--password", default=None, help="its password (default: $MYSQL_PWD, else none)"
+    )
+    parser.add_argument(
+        "--interval-ms", type=int, default=1000, help="poll period in milliseconds (default 1000)"
+    )
+    parser.add_argument(
+        "--count", type=int, default=0, help="rounds to run (default 0: until Ctrl-C)"
+    )
+    parser.add_argument(
+        "--trace-file", type=Path, help="also write the lag records to this file (OTLP-JSON lines)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no summary lines on stdout")
 
 
 def add_lag_sample_command(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``lag-sample`` on an ``argparse`` subparsers object; the parsed namespace's
     ``handler`` is :func:`run_lag_sample`."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("lag-sample", help=HELP)
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "lag-sample",
+        help=HELP,
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     configure_lag_sample(parser)
     parser.set_defaults(handler=run_lag_sample)
     return parser
@@ -136,14 +185,16 @@ def summary(record: SpanRecord) -> str:
 
 
 def run_lag_sample(args: argparse.Namespace) -> int:
-    """Run the sampler as ``args`` says; 0 on a clean stop."""
+    """Run the sampler as ``args`` says; 0 after ``--count`` rounds (Ctrl-C raises
+    ``KeyboardInterrupt`` once the sampler and the exporters are closed)."""
     password = args.password if args.password is not None else os.environ.get("MYSQL_PWD", "")
     connect = _connector(args.user, password)
-    replicas = [Endpoint.parse(text) for text in args.replica]
-    primary = Endpoint.parse(args.primary) if args.primary else None
-    if args.interval_ms < 1 or args.count < 0:
-        sys.stderr.write("lag-sample: --interval-ms must be >= 1 and --count >= 0\n")
-        return 2
+    replicas: list[Endpoint] = list(args.replica)
+    primary: Endpoint | None = args.primary
+    if args.interval_ms < 1:
+        raise CommandError("--interval-ms must be at least 1")
+    if args.count < 0:
+        raise CommandError("--count must be 0 (until Ctrl-C) or more")
     config = TelemetryConfig.from_env()
     if args.trace_file is not None:
         exporters = tuple(dict.fromkeys((*config.traces_exporters, "file")))
@@ -160,9 +211,10 @@ def run_lag_sample(args: argparse.Namespace) -> int:
     try:
         flavor = _flavor(args.flavor, replicas[0], connect)
     except Exception as exc:
-        sys.stderr.write(f"lag-sample: cannot reach {replicas[0].name}: {exc}\n")
         telemetry.shutdown()
-        return 1
+        raise CommandError(
+            f"cannot reach {replicas[0].name}: {_reason(exc)}", EXIT_FAILURE
+        ) from exc
     sampler = LagSampler(
         flavor=flavor,
         replicas=replicas,
@@ -171,12 +223,17 @@ def run_lag_sample(args: argparse.Namespace) -> int:
         emit=emit,
         interval=args.interval_ms / 1000,
     )
-    stop = threading.Event()
     try:
-        sampler.run(stop, rounds=args.count or None)
-    except KeyboardInterrupt:
-        stop.set()
+        sampler.run(threading.Event(), rounds=args.count or None)
     finally:
         sampler.close()
         telemetry.shutdown()
     return 0
+
+
+def _reason(exc: Exception) -> str:
+    """A driver error's message (PyMySQL's ``args`` are ``(errno, message)``)."""
+    args = exc.args
+    if len(args) == 2 and isinstance(args[0], int):
+        return str(args[1])
+    return str(exc) or type(exc).__name__

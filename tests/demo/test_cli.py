@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from analytics.startup import java_available
 from consistent.cli import build_parser, main
-from demo.cli import EXIT_UNAVAILABLE, java_available
+from consistent.demo.cli import EXIT_UNAVAILABLE
 
 
 def test_the_demo_subcommand_parses_its_options() -> None:

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 import pytest
 from rich.console import Console
 
-from demo.cli import DemoOutcome, analyse, execute, ground_truth, java_available
-from demo.headline import build_headline, failures
-from demo.session import DemoSettings
-from demo.workload import GUARANTEED_LEVELS, LEVELS
+from analytics.startup import java_available
+from consistent.demo.cli import DemoOutcome, analyse, execute, ground_truth
+from consistent.demo.headline import build_headline, failures
+from consistent.demo.session import DemoSettings
+from consistent.demo.workload import GUARANTEED_LEVELS, LEVELS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from demo.headline import (
+from consistent.demo.headline import (
     HeadlineRow,
     build_headline,
     failures,
     ground_truth_table,
     headline_table,
 )
-from demo.workload import LEVELS, Totals
+from consistent.demo.workload import LEVELS, Totals
 
 COST = [
     {

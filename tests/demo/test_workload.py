@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from demo.workload import (
+from consistent.demo.workload import (
     LEVELS,
     PATHS,
     SessionPlan,

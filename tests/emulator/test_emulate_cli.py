@@ -7,6 +7,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from consistent.emulator.cli import add_emulate_command, build_spec, configure, run_emulate
+from consistent.emulator.cli import add_emulate_command, build_spec, configure, main, run_emulate
 from consistent.emulator.config import VERSION_80, VERSION_84
 from consistent.emulator.replication import (
     Exponential,
@@ -157,11 +158,98 @@ def test_run_prints_addresses_and_serves_until_stopped() -> None:
 
 
 def test_spec_errors_exit_with_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "missing.toml"
+    assert main(["--spec", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"consistent emulate: error: cannot read {missing}: No such file or directory\n"
+    )
+
+
+def test_a_base_port_puts_the_servers_on_consecutive_ports(tmp_path: Path) -> None:
+    spec = build_spec(parse("--replicas", "2", "--delayed-replica", "3", "--port", "23306"))
+    assert [(s.name, s.port) for s in spec.servers] == [
+        ("primary", 23306),
+        ("replica1", 23307),
+        ("replica2", 23308),
+        ("delayed", 23309),
+    ]
+    assert [s.port for s in build_spec(parse("--chain", "3")).servers] == [None] * 3
+    with pytest.raises(TopologyError, match="no room"):
+        build_spec(parse("--replicas", "2", "--port", "65534"))
+
+
+def test_the_spec_file_names_ports(tmp_path: Path) -> None:
+    short = tmp_path / "short.toml"
+    short.write_text("replicas = 1\nport = 13306\n")
+    assert [s.port for s in load_spec(short).servers] == [13306, 13307]
+    tables = tmp_path / "tables.toml"
+    tables.write_text(
+        'port = 4000\n[[server]]\nname = "p"\n[[server]]\nname = "r"\nport = 5000\n'
+        '[[server]]\nname = "s"\n[[channel]]\nsource = "p"\nreplica = "r"\n'
+    )
+    assert [s.port for s in load_spec(tables).servers] == [4000, 5000, 4002]
+    own = tmp_path / "own.toml"
+    own.write_text('[[server]]\nname = "p"\nport = 4100\n[[server]]\nname = "r"\n')
+    assert [s.port for s in load_spec(own).servers] == [4100, None]
+    # --port overrides the file's ports.
+    args = parse("--spec", str(tables), "--port", "6000")
+    assert [s.port for s in build_spec(args).servers] == [6000, 6001, 6002]
+    clash = tmp_path / "clash.toml"
+    clash.write_text('[[server]]\nname = "p"\nport = 4100\n[[server]]\nname = "r"\nport = 4100\n')
+    with pytest.raises(TopologyError, match="same port"):
+        load_spec(clash)
+
+
+def _free_run(length: int) -> int:
+    """A base port with ``length`` free ports from it (checked by binding them)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        if base + length > 65535:
+            continue
+        held: list[socket.socket] = []
+        try:
+            for port in range(base, base + length):
+                held.append(socket.socket())
+                held[-1].bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise AssertionError("no run of free ports found")
+
+
+def test_the_servers_listen_on_the_ports_asked() -> None:
+    base = _free_run(2)
     parser = argparse.ArgumentParser()
     configure(parser)
-    args = parser.parse_args(["--spec", str(tmp_path / "missing.toml")])
-    assert run_emulate(args) == 2
-    assert "consistent emulate" in capsys.readouterr().err
+    args = parser.parse_args(["--replicas", "1", "--port", str(base), "--json"])
+    out = io.StringIO()
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: run_emulate(args, out=out, stop=stop))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not out.getvalue().endswith("\n") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        servers = json.loads(out.getvalue())["servers"]
+        assert [(s["name"], s["port"]) for s in servers] == [
+            ("primary", base),
+            ("replica1", base + 1),
+        ]
+        conn = pymysql.connect(host="127.0.0.1", port=base + 1, user="root")
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT @@hostname, @@port")
+                assert cursor.fetchone() == ("replica1", base + 1)
+        finally:
+            conn.close()
+    finally:
+        stop.set()
+        thread.join(30)
 
 
 def test_the_command_runs_until_interrupted() -> None:
@@ -180,7 +268,9 @@ def test_the_command_runs_until_interrupted() -> None:
         assert [s["name"] for s in servers] == ["a", "b", "c"]
         assert process.poll() is None
         process.send_signal(signal.SIGINT)
-        assert process.wait(20) == 0
+        assert process.wait(20) == 130  # stopped by Ctrl-C, as shells count it
+        assert process.stderr is not None
+        assert process.stderr.read() == "consistent emulate: interrupted\n"
     finally:
         if process.poll() is None:
             process.kill()

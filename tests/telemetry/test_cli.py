@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from consistent import trace
-from consistent.telemetry import SpanRecord
+from consistent.cli import main
+from consistent.telemetry import Endpoint, SpanRecord
 from consistent.telemetry.cli import add_lag_sample_command, summary
 
 
@@ -40,7 +41,8 @@ def test_the_command_is_registered_with_its_options(tmp_path: Path) -> None:
         ]
     )
     assert args.command == "lag-sample"
-    assert args.replica == ["127.0.0.1:3307", "[::1]:3308"]
+    assert args.replica == [Endpoint("127.0.0.1", 3307), Endpoint("::1", 3308)]
+    assert args.primary == Endpoint("127.0.0.1", 3306)
     assert (args.flavor, args.interval_ms, args.count) == ("mysql", 250, 4)
     assert args.trace_file == tmp_path / "t.jsonl"
     assert callable(args.handler)
@@ -55,15 +57,36 @@ def test_an_unreachable_replica_fails_cleanly(capsys: pytest.CaptureFixture[str]
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    args = parser().parse_args(["lag-sample", "--replica", f"127.0.0.1:{port}", "--count", "1"])
-    assert args.handler(args) == 1
-    assert f"cannot reach 127.0.0.1:{port}" in capsys.readouterr().err
+    assert main(["lag-sample", "--replica", f"127.0.0.1:{port}", "--count", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"consistent lag-sample: error: cannot reach 127.0.0.1:{port}: ")
+    assert err.count("\n") == 1
 
 
-def test_bad_numbers_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    args = parser().parse_args(["lag-sample", "--replica", "h:1", "--interval-ms", "0"])
-    assert args.handler(args) == 2
-    assert "--interval-ms" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--interval-ms", "0"], "--interval-ms"),
+        (["--count", "-1"], "--count"),
+    ],
+)
+def test_bad_numbers_are_refused(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["lag-sample", "--replica", "h:1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("consistent lag-sample: error: ")
+    assert named in err
+
+
+@pytest.mark.parametrize("address", ["nonsense:abc", "h:0", "h:70000", ":3306", "[::1"])
+def test_bad_addresses_are_usage_errors(address: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["lag-sample", "--replica", address])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("consistent lag-sample: error: argument --replica: ")
+    assert err.count("\n") == 1
 
 
 def _record(attributes: dict[str, trace.AttributeValue]) -> SpanRecord:

@@ -9,14 +9,18 @@ Either the shorthand keys (a primary and replicas, a chain, or multi-source)::
     delay = 0                  # SOURCE_DELAY of every replica
     delayed_replica = 30       # plus one replica 'delayed' with SOURCE_DELAY = 30
     seed = 7
+    port = 3306                # the primary's port; the other servers on the next ones
 
 or ``chain = 3`` / ``multi_source = 2`` instead of ``replicas``; or explicit tables::
+
+    port = 3306                # optional: servers on 3306, 3307, … in this order
 
     [[server]]
     name = "primary"
 
     [[server]]
     name = "passive"
+    port = 3310                # this server's own port (overrides the base above)
     log_bin = false
     compression_period = 10
     clock_skew = "-1.5s"
@@ -79,6 +83,7 @@ _SHORTHAND: Final = frozenset(
         "delay",
         "delayed_replica",
         "seed",
+        "port",
     }
 )
 
@@ -183,6 +188,23 @@ def spec_from_options(
 
 def spec_from_mapping(data: Mapping[str, Any]) -> TopologySpec:
     """A spec from parsed TOML (see the module docstring)."""
+    spec = _servers_and_channels(data)
+    if "port" not in data:
+        return spec
+    base = spec.with_ports(_integer(data["port"], "port"))
+    own = {s.name: s.port for s in spec.servers if s.port is not None}
+    return replace(
+        base, servers=tuple(replace(s, port=own.get(s.name, s.port)) for s in base.servers)
+    )
+
+
+def _integer(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TopologyError(f"{what}: expected an integer, got {value!r}")
+    return value
+
+
+def _servers_and_channels(data: Mapping[str, Any]) -> TopologySpec:
     if "server" not in data:
         unknown = set(data) - _SHORTHAND
         if unknown:
@@ -207,6 +229,7 @@ def spec_from_mapping(data: Mapping[str, Any]) -> TopologySpec:
                 gtid_executed_compression_period=int(item.get("compression_period", 0)),
                 clock_skew=_signed_seconds(item.get("clock_skew", 0), "clock_skew"),
                 version=emulated_version(str(item.get("version", DEFAULT_VERSION))),
+                port=None if "port" not in item else _integer(item["port"], "server port"),
             )
         )
     channels = []
@@ -226,12 +249,18 @@ def spec_from_mapping(data: Mapping[str, Any]) -> TopologySpec:
 
 def load_spec(path: str | Path) -> TopologySpec:
     """Read a TOML spec file."""
-    with open(path, "rb") as handle:
-        try:
+    try:
+        with open(path, "rb") as handle:
             data = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as exc:
-            raise TopologyError(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise TopologyError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise TopologyError(f"{path}: {exc}") from exc
     try:
         return spec_from_mapping(data)
-    except (KeyError, ValueError, TypeError, LagModelError) as exc:
-        raise TopologyError(f"{path}: {exc!r}") from exc
+    except TopologyError as exc:
+        raise TopologyError(f"{path}: {exc.msg}") from exc
+    except KeyError as exc:
+        raise TopologyError(f"{path}: missing key {exc.args[0]!r}") from exc
+    except (ValueError, TypeError, LagModelError) as exc:
+        raise TopologyError(f"{path}: {exc}") from exc

@@ -68,6 +68,7 @@ logger = logging.getLogger(__name__)
 
 LOOPBACK: Final = "127.0.0.1"
 _UUID_NAMESPACE: Final = uuid.UUID("6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f")
+_MAX_PORT: Final = 65535
 
 
 class TopologyError(InterfaceError):
@@ -108,7 +109,8 @@ def as_lag_model(lag: LagLike, *, workers: int | None = None, seed: int | None =
 @dataclass(frozen=True)
 class ServerSpec:
     """One server.  ``server_uuid`` defaults to a UUID derived from the name; ``server_id``
-    to its position (1-based).  ``clock_skew`` shifts its wall clock (seconds)."""
+    to its position (1-based).  ``clock_skew`` shifts its wall clock (seconds).  ``port`` is
+    the TCP port it listens on (``None``: a free one)."""
 
     name: str
     server_uuid: str | None = None
@@ -122,6 +124,7 @@ class ServerSpec:
     for 8.4; a 5.7 version makes a source whose transactions carry no commit timestamps."""
     accounts: tuple[Account, ...] = (Account("root", ""),)
     system_variables: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    port: int | None = None
 
     def uuid_for(self) -> str:
         """The server UUID."""
@@ -156,6 +159,12 @@ class TopologySpec:
         uuids = [s.uuid_for() for s in self.servers]
         if len(set(uuids)) != len(uuids):
             raise TopologyError("two servers have the same server_uuid")
+        ports = [s.port for s in self.servers if s.port is not None]
+        for port in ports:
+            if not 1 <= port <= _MAX_PORT:
+                raise TopologyError(f"port {port} is out of range (1-{_MAX_PORT})")
+        if len(set(ports)) != len(ports):
+            raise TopologyError(f"two servers have the same port in {ports}")
         seen: set[tuple[str, str]] = set()
         by_name = {s.name: s for s in self.servers}
         for c in self.channels:
@@ -169,6 +178,17 @@ class TopologySpec:
             if key in seen:
                 raise TopologyError(f"{c.replica} has two channels named {c.name!r}")
             seen.add(key)
+
+    def with_ports(self, base: int) -> TopologySpec:
+        """The same topology listening on ``base``, ``base + 1``, … in server order (the
+        primary first), so that clients and proxy configurations can name fixed ports."""
+        if not 1 <= base <= _MAX_PORT - len(self.servers) + 1:
+            raise TopologyError(
+                f"base port {base} leaves no room for {len(self.servers)} servers "
+                f"(1-{_MAX_PORT - len(self.servers) + 1})"
+            )
+        servers = tuple(replace(s, port=base + i) for i, s in enumerate(self.servers))
+        return replace(self, servers=servers)
 
     def server(self, name: str) -> ServerSpec:
         """The server called ``name``."""
@@ -293,6 +313,18 @@ class TopologySpec:
         return cls(servers, channels)
 
 
+async def _listen(
+    server: EmulatedServer, spec: ServerSpec, host: str, config: WireConfig | None
+) -> Any:
+    """``server``'s wire front-end on ``host`` and its spec's port (a free one if none),
+    or a :class:`TopologyError` that names the address when it cannot listen there."""
+    try:
+        return await serve_wire(server, host, spec.port or 0, config=config)
+    except OSError as exc:
+        where = f"{host}:{spec.port}" if spec.port else host
+        raise TopologyError(f"{spec.name} cannot listen on {where}: {exc.strerror or exc}") from exc
+
+
 def _shared_key_config() -> WireConfig:
     """One RSA key for every front-end of the topology (caching_sha2_password's full
     authentication): generating a 2048-bit key per server would dominate start-up."""
@@ -415,7 +447,7 @@ class Topology:
             port = 3306
             endpoint_host = spec.name
             if serve:
-                wire = await serve_wire(server, host, 0, config=wire_config)
+                wire = await _listen(server, spec, host, wire_config)
                 self._wires[spec.name] = wire
                 port, endpoint_host = wire.port, host
                 server.global_vars["port"] = port

@@ -19,12 +19,9 @@ from typing import Final
 import pymysql
 
 import consistent.dbapi
-from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
-from consistent.telemetry import Endpoint, LagSampler, Telemetry, TelemetryConfig
-from consistent.telemetry.sampler import SamplerConnection
-from demo.topology import Backends
-from demo.workload import Connection as SessionConnection
-from demo.workload import (
+from consistent.demo.topology import Backends
+from consistent.demo.workload import Connection as SessionConnection
+from consistent.demo.workload import (
     SessionPlan,
     SessionTally,
     WorkloadSettings,
@@ -33,6 +30,9 @@ from demo.workload import (
     start_sessions,
     wait_until,
 )
+from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
+from consistent.telemetry import Endpoint, LagSampler, Telemetry, TelemetryConfig
+from consistent.telemetry.sampler import SamplerConnection
 from proxy.config import parse
 from proxy.testing import ProxyThread
 

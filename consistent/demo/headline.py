@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.table import Table
 
-from demo.workload import GUARANTEED_LEVELS, LEVELS, Totals
+from consistent.demo.workload import GUARANTEED_LEVELS, LEVELS, Totals
 
 __all__ = ["HeadlineRow", "build_headline", "failures", "ground_truth_table", "headline_table"]
 

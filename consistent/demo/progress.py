@@ -10,7 +10,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from demo.workload import LEVELS, PATHS, SessionTally, Totals, totals_by
+from consistent.demo.workload import LEVELS, PATHS, SessionTally, Totals, totals_by
 
 __all__ = ["live_view", "pair_key"]
 

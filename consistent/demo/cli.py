@@ -1,26 +1,18 @@
 """``consistent demo``: the whole product on one machine, from workload to staleness report.
 
-It starts a replication topology (emulated MySQL by default, real MariaDB with ``--mariadb``):
-a primary, two replicas with realistic and bursty lag, and a delayed replica in a chain.  Then
-the proxy in front of it, a lag sampler, and sessions that write then read back, through the
-DB-API wrapper and through the proxy, at every consistency level, all traced to
-``OUT/traces/``.  The clients check each read on the data (did it see the session's own
-write?).  Spark then analyses the traces (``OUT/analysis/report.html``) and the headline
-table sets the audit's findings beside what the clients saw.
-
-Exit status: 0 when every guaranteed level kept its promise, 3 when one did not (by the audit
-or by the clients), 2 when the demo could not run (no Java, no MariaDB, …).
+:data:`DESCRIPTION` says what it runs (it is the command's help); :func:`execute` runs it and
+:func:`run_demo` is the command's handler.  Exit status: 0 when every guaranteed level kept its
+promise, 3 when one did not (by the audit or by the clients), 2 when the demo could not run (no
+Java, no ``spark`` extra, no MariaDB, …; checked before anything starts where it can be), 130
+after Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-import shutil
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -29,18 +21,20 @@ from rich.console import Console
 from rich.live import Live
 from rich.panel import Panel
 
-from consistent.errors import Error, OperationalError
-from demo.headline import (
+from analytics.startup import run_interruptibly, spark_problem, start_spark
+from consistent.command import CommandError
+from consistent.demo.headline import (
     HeadlineRow,
     build_headline,
     failures,
     ground_truth_table,
     headline_table,
 )
-from demo.progress import live_view
-from demo.session import DemoSettings, WorkloadResult, run_workload
-from demo.topology import Backends, emulated, mariadb
-from demo.workload import LEVELS, SessionTally, Totals, WorkloadSettings, totals_by
+from consistent.demo.progress import live_view
+from consistent.demo.session import DemoSettings, WorkloadResult, run_workload
+from consistent.demo.topology import Backends, emulated, mariadb
+from consistent.demo.workload import LEVELS, SessionTally, Totals, WorkloadSettings, totals_by
+from consistent.errors import Error, OperationalError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,6 +42,7 @@ if TYPE_CHECKING:
     from analytics.jobs.run import RunResult
 
 __all__ = [
+    "DESCRIPTION",
     "EXIT_UNAVAILABLE",
     "EXIT_VIOLATIONS",
     "DemoError",
@@ -57,7 +52,6 @@ __all__ = [
     "configure_parser",
     "execute",
     "ground_truth",
-    "java_available",
     "run_demo",
 ]
 
@@ -69,6 +63,26 @@ EXIT_VIOLATIONS: Final = 3
 EXIT_UNAVAILABLE: Final = 2
 _DEFAULT_OUT: Final = Path("out/demo")
 _DEFAULTS: Final = DemoSettings()
+
+DESCRIPTION: Final = f"""\
+Run the whole product on this machine, from workload to staleness report.
+
+  consistent demo                             # {_DEFAULTS.seconds:g} s of workload, then Spark
+  consistent demo --seconds 20 --sessions 16  # shorter
+  consistent demo --skip-analysis             # the workload only: no Spark, no Java
+  consistent demo --mariadb                   # on real MariaDB servers (mariadbd)
+
+It starts a replication topology (emulated MySQL by default, real MariaDB with --mariadb): a
+primary, two replicas with realistic and bursty lag, and a delayed replica in a chain.  Then
+the proxy in front of it, a lag sampler, and sessions that write then read back, through the
+DB-API wrapper and through the proxy, at every consistency level, all traced to OUT/traces/.
+The clients check each read on the data (did it see the session's own write?).  Spark then
+analyses the traces (OUT/analysis/report.html) and the headline table sets the audit's
+findings beside what the clients saw.
+
+Exit status: 0 when every guaranteed level kept its promise, 3 when one did not, 2 when the
+demo cannot run (it says why: no Java, no spark extra, …), 130 after Ctrl-C.
+"""
 #: Columns when the output is not a terminal (a log, a pipe): the tables stay unwrapped.
 _PLAIN_WIDTH: Final = 150
 
@@ -112,21 +126,12 @@ def add_demo_command(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "demo",
         help="run the demonstration: topology, proxy, workload, staleness report",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     configure_parser(parser)
     parser.set_defaults(handler=run_demo)
     return parser
-
-
-def java_available(environ: dict[str, str] | None = None) -> bool:
-    """Whether Spark can find a Java runtime (``JAVA_HOME`` or ``java`` on the path)."""
-    env = os.environ if environ is None else environ
-    home = env.get("JAVA_HOME", "").strip()
-    if home and (Path(home) / "bin" / "java").exists():
-        return True
-    return shutil.which("java", path=env.get("PATH")) is not None
 
 
 def _settings(args: argparse.Namespace) -> DemoSettings:
@@ -146,11 +151,10 @@ def _check(args: argparse.Namespace) -> str | None:
         return "--sessions must be at least 1"
     if args.wait_timeout <= 0:
         return "--wait-timeout must be positive"
-    if not args.skip_analysis and not java_available():
-        return (
-            "Spark needs Java, and none was found (set JAVA_HOME or put `java` on the PATH; "
-            "on Debian: apt-get install default-jre-headless), or run with --skip-analysis"
-        )
+    if not args.skip_analysis:
+        problem = spark_problem()
+        if problem is not None:
+            return f"{problem}; or run with --skip-analysis"
     return None
 
 
@@ -172,26 +176,14 @@ class DemoError(OperationalError):
     """A part of the demo could not run (Spark did not start, …)."""
 
 
-def _start_spark(build: Callable[[], SparkSession]) -> SparkSession:
-    try:
-        return build()
-    except Exception as exc:  # PySpark raises its own types, and plain ones for Java
-        raise DemoError(
-            f"Spark did not start ({type(exc).__name__}: {str(exc).strip()[:300]}); it needs "
-            "Java 17 or 21 (JAVA_HOME or `java` on the PATH), or run with --skip-analysis"
-        ) from exc
-
-
 def analyse(console: Console, traces: Path, out: Path, spark: SparkSession | None) -> RunResult:
     """Every analytics job over ``traces``, written to ``out`` (``spark``: the session to use,
     or None to start one)."""
     # Spark and the jobs load only now, the jobs once a session runs: they take seconds to
     # import and start, and some build Spark columns when imported.
-    from analytics.spark import build_session  # noqa: PLC0415 (see the comment above)
-
     with console.status("starting Spark…") as status:
-        session = spark if spark is not None else _start_spark(build_session)
-        from analytics.jobs.layout import JobSettings  # noqa: PLC0415
+        session = spark if spark is not None else start_spark()
+        from analytics.jobs.layout import JobSettings  # noqa: PLC0415 (see the comment above)
         from analytics.jobs.run import STEPS, run_all  # noqa: PLC0415
 
         started = time.monotonic()
@@ -199,12 +191,15 @@ def analyse(console: Console, traces: Path, out: Path, spark: SparkSession | Non
         def on_step(index: int, name: str) -> None:
             status.update(f"analysing the traces: step {index + 1}/{len(STEPS)}, {name}…")
 
-        result = run_all(
+        result = run_interruptibly(
             session,
-            [str(traces)],
-            out,
-            JobSettings(title="consistent demo — staleness report"),
-            on_step=on_step,
+            lambda: run_all(
+                session,
+                [str(traces)],
+                out,
+                JobSettings(title="consistent demo — staleness report"),
+                on_step=on_step,
+            ),
         )
     console.print(f"analysis: {time.monotonic() - started:.0f} s on Spark {session.version}")
     return result
@@ -314,11 +309,11 @@ def execute(
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """Run the demo as ``args`` says; returns the exit status."""
+    """Run the demo as ``args`` says; returns the exit status (raises
+    :class:`~consistent.command.CommandError` when the demo cannot run)."""
     problem = _check(args)
     if problem is not None:
-        sys.stderr.write(f"consistent demo: {problem}\n")
-        return EXIT_UNAVAILABLE
+        raise CommandError(problem, EXIT_UNAVAILABLE)
     console = Console()
     if not console.is_terminal:
         console = Console(width=_PLAIN_WIDTH)
@@ -332,6 +327,5 @@ def run_demo(args: argparse.Namespace) -> int:
             live=not args.no_progress and console.is_terminal,
         )
     except Error as exc:
-        sys.stderr.write(f"consistent demo: {exc}\n")
-        return EXIT_UNAVAILABLE
+        raise CommandError(exc.msg, EXIT_UNAVAILABLE) from exc
     return outcome.status
