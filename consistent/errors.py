@@ -60,7 +60,10 @@ class Error(pymysql.err.Error):
     sqlstate: str | None = None
 
     def __init__(self, *args: object, sqlstate: str | None = None) -> None:
-        super().__init__(*args)
+        # Not PyMySQL's ``__init__``, which always sets ``sqlstate`` on the instance: the
+        # classes compiled with mypyc that derive from ours (``proxy.stream.ConnectionClosed``)
+        # cannot take instance attributes they do not declare; the class attribute serves.
+        Exception.__init__(self, *args)
         if sqlstate is not None:
             self.sqlstate = sqlstate
 

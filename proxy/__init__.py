@@ -8,6 +8,7 @@ replicas with read-your-writes: every routing decision comes from the same sans-
 Modules, from the socket up:
 
 =================  ========================================================================
+``errors``         the proxy's exceptions (never compiled: they derive from PyMySQL's classes)
 ``stream``         one TCP connection: packet mode (connection phase), stream mode (commands)
 ``handshake``      the connection phase both ways: clients at the proxy, the proxy at backends
 ``relay``          the response state machine: where each backend response ends, what changes

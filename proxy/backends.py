@@ -42,6 +42,7 @@ from consistent.gtid import GtidState
 from consistent.policy import PRIMARY, ReplicaKnowledge, Tracking
 from consistent.protocol import ServerStatus
 from proxy.config import Address
+from proxy.errors import BackendUnavailable
 from proxy.handshake import BackendLogin, BackendLoginError, login_backend
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay, parse_response
 from proxy.stream import ConnectionClosed, PacketEndpoint, frame_command, header
@@ -63,17 +64,6 @@ _CONNECT_ERRORS: Final = (OSError, TimeoutError, ConnectionClosed, RemoteProtoco
 _QUERY: Final = ResponseKind.QUERY
 #: Seconds between two reads of a replica's read-only state (the monitor's interval if longer).
 READ_ONLY_CHECK_INTERVAL: Final = 1.0
-
-
-class BackendUnavailable(Error):
-    """A backend connection could not be opened (refused, timed out, login refused)."""
-
-    def __init__(self, name: str, reason: str, *, login_error: BackendLoginError | None = None):
-        super().__init__(f"cannot connect to {name}: {reason}")
-        self.server = name
-        self.reason = reason
-        #: The server's own refusal (errno and message worth showing the client).
-        self.login_error = login_error
 
 
 def _reason(exc: BaseException) -> str:

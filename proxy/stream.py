@@ -22,9 +22,10 @@ import struct
 from collections.abc import Callable
 from typing import Final, cast
 
-from consistent.errors import InterfaceError, RemoteProtocolError
+from consistent.errors import RemoteProtocolError
 from consistent.protocol.constants import MAX_PACKET_PAYLOAD
 from consistent.protocol.framing import HEADER_SIZE, frame_packets
+from proxy.errors import ConnectionClosed
 
 __all__ = ["ConnectionClosed", "PacketEndpoint", "frame", "frame_command", "header", "renumber"]
 
@@ -64,10 +65,6 @@ def renumber(data: bytes | bytearray, seq: int) -> tuple[bytes, int]:
         seq += 1
         pos += HEADER_SIZE + length
     return bytes(out), pos
-
-
-class ConnectionClosed(InterfaceError):
-    """The peer closed the connection (or it was lost) before the expected packet arrived."""
 
 
 class _Stream:

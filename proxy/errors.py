@@ -1,0 +1,32 @@
+"""The proxy's own exceptions, in a module that is never compiled.
+
+They derive from :mod:`consistent.errors`, whose classes also derive from PyMySQL's: a class
+compiled with mypyc cannot derive safely from such a hierarchy (several Python bases), so the
+compiled modules (``stream``, ``backends``) raise these and never declare exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from consistent.errors import Error, InterfaceError
+
+if TYPE_CHECKING:
+    from proxy.handshake import BackendLoginError
+
+__all__ = ["BackendUnavailable", "ConnectionClosed"]
+
+
+class ConnectionClosed(InterfaceError):
+    """The peer closed the connection (or it was lost) before the expected packet arrived."""
+
+
+class BackendUnavailable(Error):
+    """A backend connection could not be opened (refused, timed out, login refused)."""
+
+    def __init__(self, name: str, reason: str, *, login_error: BackendLoginError | None = None):
+        super().__init__(f"cannot connect to {name}: {reason}")
+        self.server = name
+        self.reason = reason
+        #: The server's own refusal (errno and message worth showing the client).
+        self.login_error = login_error
