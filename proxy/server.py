@@ -230,6 +230,7 @@ class ProxyServer:
         for name, address in wanted.items():
             existing = self._servers.get(name)
             if existing is not None:
+                existing.deadlines = b.deadlines
                 if existing.monitor is not None:
                     existing.monitor.set_credentials(self._credentials(config))
                 continue
@@ -239,6 +240,7 @@ class ProxyServer:
                 connect_timeout=b.connect_timeout,
                 max_payload=config.max_allowed_packet,
                 tls_context=self._backend_tls,
+                deadlines=b.deadlines,
             )
             server.monitor = HealthMonitor(
                 server,

@@ -49,6 +49,7 @@ from consistent.policy import (
     Level,
     WaitOutcome,
 )
+from consistent.policy.deadlines import wait_deadline
 from consistent.protocol import (
     ServerStatus,
     parse_ok,
@@ -388,6 +389,7 @@ class Session(SlowPath):
         wait = ResponseRelay(
             _QUERY, conn.caps, conn.caps, collected.extend, status_hint=conn.status
         )
+        wait.deadline = wait_deadline(timeout)
         read = ResponseRelay(self._kind, conn.caps, self.caps, discard, status_hint=conn.status)
         started = time.monotonic()
 

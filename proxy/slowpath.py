@@ -26,6 +26,7 @@ from consistent.policy import (
     Tracking,
     WaitOutcome,
 )
+from consistent.policy.deadlines import wait_deadline
 from consistent.protocol import (
     parse_change_user,
 )
@@ -42,7 +43,6 @@ from proxy.sessionbase import (
     CR_SERVER_LOST,
     ER_NO_SUCH_THREAD,
     ER_UNKNOWN_ERROR,
-    WAIT_SOCKET_MARGIN,
     Broken,
     ReplayFailed,
 )
@@ -287,7 +287,7 @@ class SlowPath(ClientInput):
         timeout = d.wait_timeout or self.policy.config.wait_timeout
         sql = self._flavor.wait_statement(d.wait_set, timeout)
         try:
-            result = await conn.query(sql, timeout=timeout + WAIT_SOCKET_MARGIN)
+            result = await conn.query(sql, timeout=wait_deadline(timeout))
         except (ConnectionClosed, TimeoutError) as e:
             logger.info("session %d: wait on %s failed: %s", self.id, conn.address, e)
             self._forget(conn)

@@ -12,6 +12,16 @@ caller sees nothing.  A statement sent to the primary is never retried.  Losing 
 breaks the logical connection: that call and every later one raise ``OperationalError`` saying
 so, with the original client errno (2006/2013…) so that pools recognise a disconnect.
 
+Deadlines: every server connection has a read and a write deadline (see
+:mod:`consistent.dbapi.links`); a server silent past one counts as a lost connection, so a read
+outside a transaction whose replica froze goes elsewhere once (as ``on_timeout`` says), and a
+statement on the primary fails with 2013 and is never re-sent.  The wait statement's own read
+deadline is its timeout plus :data:`~consistent.policy.deadlines.WAIT_SOCKET_MARGIN`.
+
+Monitoring: a connection with replicas registers with the process's background monitors
+(:mod:`consistent.dbapi.monitor`), which keep the replica knowledge current (health, executed
+state, lag), and unregisters when it closes.
+
 Telemetry: every routed statement (cursor statements, ``commit()``, ``rollback()``,
 ``begin()``) is one span of the session's :class:`~consistent.telemetry.StatementTracer`.  The
 span gets every decision the policy gives, each wait with its outcome and duration, and the
@@ -36,6 +46,7 @@ from consistent.dbapi._pymysql import TrackingConnection
 from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.cursor import Cursor, SSCursor, cursor_class
 from consistent.dbapi.links import ServerLink
+from consistent.dbapi.monitor import process_monitors
 from consistent.dbapi.pending import PendingGtids, parse_tracked
 from consistent.gtid import GtidState
 from consistent.policy import (
@@ -50,6 +61,8 @@ from consistent.policy import (
     WaitOutcome,
     process_knowledge,
 )
+from consistent.policy.deadlines import wait_deadline
+from consistent.protocol.constants import ClientErrno
 from consistent.telemetry import (
     NOOP_SPAN,
     NOOP_TRACER,
@@ -65,14 +78,11 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Extra seconds the socket waits for a wait statement's answer beyond its own timeout.
-WAIT_SOCKET_MARGIN: Final = 1.0
-
 _BEGIN: Final = classify("BEGIN")
 _BEGIN_READ_ONLY: Final = classify("START TRANSACTION READ ONLY")
 _COMMIT: Final = classify("COMMIT")
 _ROLLBACK: Final = classify("ROLLBACK")
-_PRIMARY_LOST: Final = 2013  # CR_SERVER_LOST
+_PRIMARY_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
 
 
 class _ReplayFailed(Exception):
@@ -191,6 +201,16 @@ class Connection:
             self._primary.close()
             raise _pymysql.translate_error(exc, prefix="cannot turn GTID tracking on: ") from exc
         self._refresh_direct()
+        interval = config.monitor_interval
+        if config.replicas and interval is not None:
+            process_monitors().attach(
+                self,
+                self._policy.knowledge,
+                self._flavor,
+                [(PRIMARY, primary_options)]
+                + [(name, link.options) for name, link in self._replicas.items()],
+                interval=interval,
+            )
 
     def _replica_link(self, spec: ServerSpec) -> ServerLink:
         options = self._config.server_options(spec, replica=True)
@@ -323,6 +343,8 @@ class Connection:
             raise errors.Error("Already closed")
         self._closed = True
         self._direct = None
+        if self._replicas:
+            process_monitors().detach(self)
         for link in (self._primary, *self._replicas.values()):
             link.close()
 
@@ -622,7 +644,7 @@ class Connection:
             value = _pymysql.query_value(
                 raw,
                 self._flavor.wait_statement(wait_set, timeout),
-                timeout=timeout + WAIT_SOCKET_MARGIN,
+                timeout=wait_deadline(timeout),
             )
         except Exception as exc:
             if _pymysql.is_disconnect(exc):
