@@ -283,6 +283,29 @@ def test_the_monitor_finds_a_black_hole_before_any_read_does(
     assert harness.involving(black_hole.name) == []
 
 
+def test_a_wait_may_outlast_the_replica_read_deadline(harness: Harness) -> None:
+    """The wait statement is silent for up to ``wait_timeout`` by design: its own deadline is
+    ``wait_timeout`` plus a margin, so a replica that is merely behind is not taken for dead."""
+    rep = harness.replication
+    settings = Settings(wait_timeout=1.5, replica_read_timeout=0.3, monitor_interval=0)
+    replica = harness.replicas[0]
+    client = harness.open([replica], settings)
+    rep.pause(0)
+    try:
+        client.rows(f"INSERT INTO {harness.table} VALUES (1, 10)")
+        harness.memory.clear()
+        assert client.rows(f"SELECT v, @@port FROM {harness.table} WHERE k = 1") == [
+            (10, harness.primary_port)
+        ]
+    finally:
+        rep.resume(0)
+    (span,) = [s for s in harness.spans() if s.get(trace.STATEMENT_KIND) == "read"]
+    assert (span[trace.WAIT_TARGET], span[trace.WAIT_OUTCOME]) == (replica, "timeout")
+    assert (span[trace.ROUTE_REASON], span.get(trace.ROUTE_DETAIL)) == ("timeout_fallback", None)
+    assert span[trace.WAIT_DURATION_MS] >= settings.wait_timeout * 1000 * 0.9
+    assert harness.knowledge.healthy(replica)
+
+
 # --- a replica stopped with SIGSTOP ------------------------------------------------------------
 
 
