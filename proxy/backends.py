@@ -18,10 +18,11 @@ Deadlines (:mod:`consistent.policy.deadlines`): a connection with a response out
 closed when the server stays silent longer than its read deadline (the response's own, for a
 wait statement), or leaves our bytes unsent longer than its write deadline.  Bytes flowing
 either way count as progress, and so does the time reading is paused because the client is
-slow.  One timer per connection, armed while responses are outstanding, checks it; a chunk
-received costs a clock read.  The outstanding responses then fail as on any lost connection,
-which the session reports to the policy (a replica's read goes elsewhere once, a statement on
-the primary gets 2013).
+slow (the silence after such a pause counts from the first check that sees reading resumed).
+One timer per connection, armed while responses are outstanding, checks it; a chunk received
+costs a clock read.  The outstanding responses then fail as on any lost connection, which the
+session reports to the policy (a replica's read goes elsewhere once, a statement on the
+primary gets 2013).
 """
 
 from __future__ import annotations
@@ -141,8 +142,10 @@ class BackendConnection(PacketEndpoint):
         self.failure: str | None = None
         # Clock reading of the last progress while responses are outstanding.
         self._active_at = 0.0
-        # Bytes left in the transport's write buffer at the last check.
+        # Bytes left in the transport's write buffer, and whether reading was paused, at the
+        # last check.
         self._unsent = 0
+        self._was_paused = False
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -233,8 +236,12 @@ class BackendConnection(PacketEndpoint):
             return
         now = monotonic()
         unsent = transport.get_write_buffer_size()
-        if unsent < self._unsent or not transport.is_reading():
-            self._active_at = now  # bytes went out, or a slow client paused our reading
+        reading = transport.is_reading()
+        if unsent < self._unsent or not reading or self._was_paused:
+            # Bytes went out, or a slow client paused our reading (now, or at the last check:
+            # when it resumed is not known, so the silence is counted from now).
+            self._active_at = now
+        self._was_paused = not reading
         self._unsent = unsent
         limit = self._limit(pending[0], unsent)
         if limit is None:
@@ -477,10 +484,13 @@ class HealthMonitor:
         flavor: Callable[[], Flavor | None],
         *,
         interval: float,
+        primary: str,
         max_backoff: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.server = server
+        #: The primary's address: the history a replica's state is compared with.
+        self.primary = primary
         self._credentials = credentials
         self._knowledge = knowledge
         self._flavor = flavor
@@ -583,9 +593,11 @@ class HealthMonitor:
         self.last_ok = self._clock()
         self.last_error = None
         if self.server.role is ServerRole.REPLICA:
-            self._knowledge.record_poll(self.server.name, state, started=started)
+            self._knowledge.record_poll(
+                self.server.name, state, started=started, primary=self.primary
+            )
         else:
-            self._knowledge.record_primary_state(state)
+            self._knowledge.record_primary_state(self.primary, state)
 
     async def run(self) -> None:
         """Poll until :meth:`stop`."""

@@ -233,6 +233,7 @@ class ProxyServer:
                 existing.deadlines = b.deadlines
                 if existing.monitor is not None:
                     existing.monitor.set_credentials(self._credentials(config))
+                    existing.monitor.primary = b.primary.name
                 continue
             server = BackendServer(
                 name,
@@ -248,6 +249,7 @@ class ProxyServer:
                 self._knowledge,
                 lambda: self._flavor,
                 interval=b.monitor_interval,
+                primary=b.primary.name,
             )
             self._servers[name] = server
             task = asyncio.get_running_loop().create_task(server.monitor.run())

@@ -207,8 +207,8 @@ class Connection:
                 self,
                 self._policy.knowledge,
                 self._flavor,
-                [(PRIMARY, primary_options)]
-                + [(name, link.options) for name, link in self._replicas.items()],
+                (config.primary.name, primary_options),
+                [(name, link.options) for name, link in self._replicas.items()],
                 interval=interval,
             )
 

@@ -11,7 +11,8 @@ again every interval, so a recovered replica serves reads one interval after it 
 Why one per process, like the topology monitors of other drivers: what a poll learns is a fact
 about the server, kept in knowledge shared by the process's connections, so a pool of twenty
 connections to the same servers needs one poll per server per interval, not twenty.  A monitor
-is keyed by (knowledge, server, user) and runs while one open connection uses it: a connection
+is keyed by (knowledge, server, user), takes its interval and connection options from the
+connection that started it, and runs while one open connection uses it: a connection
 registers when it opens and unregisters when it closes; it is held by a weak reference, so one
 dropped without ``close()`` releases its monitors too.  The thread ends within one interval
 after its last user is gone.  Threads do not survive ``fork()``: the child starts with no
@@ -36,7 +37,7 @@ from typing import Any, Final
 from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi._pymysql import TrackingConnection
-from consistent.policy import PRIMARY, ReplicaKnowledge
+from consistent.policy import ReplicaKnowledge
 from consistent.policy.deadlines import monitor_poll_timeout
 
 __all__ = ["MonitorRegistry", "ServerMonitor", "process_monitors"]
@@ -49,12 +50,14 @@ _NOT_FOR_MONITOR: Final = frozenset({"database", "db", "read_timeout", "init_com
 
 
 class ServerMonitor:
-    """Polls one server (``name`` is ``"primary"`` or the replica's) on a thread of its own
-    (see the module docstring).  ``options`` are the PyMySQL keywords that reach it."""
+    """Polls one server, named by its address, on a thread of its own (see the module
+    docstring).  ``primary`` is the address of the topology's primary (the server itself when
+    it is the primary); ``options`` are the PyMySQL keywords that reach the server."""
 
     def __init__(
         self,
-        name: str,
+        address: str,
+        primary: str,
         options: dict[str, Any],
         knowledge: ReplicaKnowledge,
         flavor: FlavorSQL,
@@ -62,7 +65,9 @@ class ServerMonitor:
         interval: float,
         registry: MonitorRegistry,
     ) -> None:
-        self.name = name
+        self.address = address
+        self.primary = primary
+        self.is_primary = address == primary
         self.interval = interval
         self._options = {k: v for k, v in options.items() if k not in _NOT_FOR_MONITOR}
         self._options["read_timeout"] = monitor_poll_timeout(interval)
@@ -70,7 +75,7 @@ class ServerMonitor:
         self._knowledge = knowledge
         self._flavor = flavor
         self._registry = registry
-        self._statement = flavor.primary_executed if name == PRIMARY else flavor.replica_executed
+        self._statement = flavor.primary_executed if self.is_primary else flavor.replica_executed
         self._conn: TrackingConnection | None = None
         self._stop = threading.Event()
         #: The connections this monitor serves (held weakly).
@@ -79,7 +84,7 @@ class ServerMonitor:
         self.polls = 0
         self.healthy: bool | None = None
         self._thread = threading.Thread(
-            target=self._run, name=f"consistent-monitor-{name}", daemon=True
+            target=self._run, name=f"consistent-monitor-{address}", daemon=True
         )
 
     @property
@@ -100,7 +105,10 @@ class ServerMonitor:
     def _run(self) -> None:
         try:
             while not self._registry.retire_if_unused(self):
-                self.poll()
+                try:
+                    self.poll()
+                except Exception:  # a bug of ours must not end the monitoring
+                    logger.exception("monitor: polling %s failed", self.address)
                 if self._stop.wait(self.interval):
                     self._stop.clear()
         finally:
@@ -119,19 +127,19 @@ class ServerMonitor:
         except Exception as exc:
             self._close()
             if self.healthy is not False:
-                logger.warning("monitor: %s is unreachable: %s", self.name, exc)
+                logger.warning("monitor: %s is unreachable: %s", self.address, exc)
             self.healthy = False
-            if self.name != PRIMARY:
-                knowledge.record_failure(self.name)
+            if not self.is_primary:
+                knowledge.record_failure(self.address)
             return
         if self.healthy is False:
-            logger.info("monitor: %s answers again", self.name)
+            logger.info("monitor: %s answers again", self.address)
         self.healthy = True
         self.polls += 1
-        if self.name == PRIMARY:
-            knowledge.record_primary_state(state)
+        if self.is_primary:
+            knowledge.record_primary_state(self.address, state)
         else:
-            knowledge.record_poll(self.name, state, started=started)
+            knowledge.record_poll(self.address, state, started=started, primary=self.primary)
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None
@@ -152,20 +160,29 @@ class MonitorRegistry:
         user: object,
         knowledge: ReplicaKnowledge,
         flavor: FlavorSQL,
-        servers: Sequence[tuple[str, dict[str, Any]]],
+        primary: tuple[str, dict[str, Any]],
+        replicas: Sequence[tuple[str, dict[str, Any]]],
         *,
         interval: float,
     ) -> None:
-        """Have ``servers`` (name and PyMySQL options) monitored while ``user`` lives or until
-        :meth:`detach`; a monitor already running for a server is shared."""
+        """Have the primary and the replicas (each an address and the PyMySQL options that
+        reach it) monitored while ``user`` lives or until :meth:`detach`; a monitor already
+        running for a server is shared."""
         started: list[ServerMonitor] = []
+        primary_address = primary[0]
         with self._lock:
-            for name, options in servers:
-                key = (id(knowledge), name, str(options.get("user", "")))
+            for address, options in (primary, *replicas):
+                key = (id(knowledge), address, str(options.get("user", "")))
                 monitor = self._monitors.get(key)
                 if monitor is None:
                     monitor = ServerMonitor(
-                        name, options, knowledge, flavor, interval=interval, registry=self
+                        address,
+                        primary_address,
+                        options,
+                        knowledge,
+                        flavor,
+                        interval=interval,
+                        registry=self,
                     )
                     self._monitors[key] = monitor
                     started.append(monitor)

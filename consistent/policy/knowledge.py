@@ -16,7 +16,8 @@ went backwards.
 
 Lag: the monitor of the primary records the primary's executed state as it grows
 (:meth:`ReplicaKnowledge.record_primary_state`), a short history of when each state was first
-seen.  Each poll of a replica (:meth:`ReplicaKnowledge.record_poll`) is compared with it:
+seen, one per primary.  Each poll of a replica (:meth:`ReplicaKnowledge.record_poll`) is
+compared with its primary's:
 
 * *behind*: the replica lacks a state the primary had at time ``t``, so it is at least
   ``now - t`` behind (0 when it has the newest state seen);
@@ -126,8 +127,8 @@ class ReplicaKnowledge:
         self._pick_seq = 0
         self._lock = threading.Lock()
         self._views: dict[str, ReplicaView] = {}
-        # (clock reading, state): the primary's executed state each time a poll saw it grow.
-        self._history: list[tuple[float, GtidState]] = []
+        # Per primary (by name): (clock reading, state) each time a poll saw its state grow.
+        self._histories: dict[str, list[tuple[float, GtidState]]] = {}
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -195,24 +196,26 @@ class ReplicaKnowledge:
             else:
                 self._update(name, lag=lag, lag_at=now)
 
-    def record_primary_state(self, state: GtidState) -> None:
-        """The primary's whole executed state, as a monitor poll just read it."""
+    def record_primary_state(self, primary: str, state: GtidState) -> None:
+        """The whole executed state of the primary named ``primary`` (its address), as a
+        monitor poll just read it.  A process may watch several primaries: each has its own
+        history."""
         with self._lock:
-            history = self._history
+            history = self._histories.setdefault(primary, [])
             if history:
                 last = history[-1][1]
                 if state == last:
                     return
-                if not covers(state, last):
+                if type(state) is not type(last) or not covers(state, last):
                     history.clear()  # the primary went backwards: a rebuilt server
             history.append((self._clock(), state))
             if len(history) > HISTORY_LIMIT:
                 del history[: len(history) - HISTORY_LIMIT]
 
-    def _first_lacking(self, state: GtidState) -> int:
+    @staticmethod
+    def _first_lacking(history: list[tuple[float, GtidState]], state: GtidState) -> int:
         """Index of the oldest primary state ``state`` does not cover (the length of the
         history when it covers them all).  The states only grow, so coverage is a prefix."""
-        history = self._history
         low, high = 0, len(history)
         while low < high:
             middle = (low + high) // 2
@@ -222,16 +225,20 @@ class ReplicaKnowledge:
                 high = middle
         return low
 
-    def _estimate_lag(self, view: ReplicaView, state: GtidState, started: float) -> float | None:
-        """The lag of a replica polled at ``started`` with ``state``, from the primary's history
-        (see the module docstring); ``None`` when there is no history to compare with."""
-        history = self._history
-        if not history:
+    def _estimate_lag(
+        self, primary: str | None, view: ReplicaView, state: GtidState, started: float
+    ) -> float | None:
+        """The lag of a replica of ``primary`` polled at ``started`` with ``state``, from the
+        primary's history (see the module docstring); ``None`` when there is no history of
+        that primary, in that flavour, to compare with."""
+        history = self._histories.get(primary) if primary is not None else None
+        if not history or type(history[-1][1]) is not type(state):
             return None
-        lacking = self._first_lacking(state)
+        lacking = self._first_lacking(history, state)
         behind = started - history[lacking][0] if lacking < len(history) else 0.0
         known = view.executed
-        before = self._first_lacking(known) if known is not None else lacking
+        same = known is not None and type(known) is type(state)
+        before = self._first_lacking(history, known) if known is not None and same else lacking
         if lacking > before:
             newest = history[lacking - 1][0]
             previous = view.polled_at if view.polled_at is not None else started
@@ -240,11 +247,13 @@ class ReplicaKnowledge:
             applied = view.lag if view.lag is not None else 0.0
         return max(0.0, behind, applied)
 
-    def record_poll(self, name: str, state: GtidState, *, started: float) -> None:
+    def record_poll(
+        self, name: str, state: GtidState, *, started: float, primary: str | None = None
+    ) -> None:
         """The background monitor read ``name``'s executed state ``state`` in a poll that
         started at clock reading ``started``: the replica answers (a failure recorded before
-        the poll started is cleared), has executed ``state``, and lags what the primary's
-        history says."""
+        the poll started is cleared), has executed ``state``, and lags what the history of its
+        primary (named ``primary``) says."""
         with self._lock:
             current = self._views.get(name) or ReplicaView(name)
             now = self._clock()
@@ -253,7 +262,7 @@ class ReplicaKnowledge:
                 "executed_at": now,
                 "polled_at": started,
             }
-            lag = self._estimate_lag(current, state, started)
+            lag = self._estimate_lag(primary, current, state, started)
             if lag is not None:
                 changes["lag"] = lag
                 changes["lag_at"] = now

@@ -32,6 +32,7 @@ from consistent.policy.knowledge import HISTORY_LIMIT
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 R1, R2 = "10.0.0.2:3306", "10.0.0.3:3306"
+P = "10.0.0.1:3306"  # their primary
 
 
 class Clock:
@@ -94,15 +95,15 @@ def read(policy: SessionPolicy) -> Decision:
 def test_a_replica_behind_the_primary_history_lags_by_the_age_of_what_it_lacks(
     knowledge: ReplicaKnowledge, clock: Clock
 ) -> None:
-    knowledge.record_primary_state(gs(f"{A}:1-10"))
+    knowledge.record_primary_state(P, gs(f"{A}:1-10"))
     clock.now += 3.0
-    knowledge.record_primary_state(gs(f"{A}:1-20"))
+    knowledge.record_primary_state(P, gs(f"{A}:1-20"))
     clock.now += 1.5
     # It has the first state, not the second (seen 1.5 s ago): at least 1.5 s behind.
-    knowledge.record_poll(R1, gs(f"{A}:1-12"), started=clock.now)
+    knowledge.record_poll(R1, gs(f"{A}:1-12"), started=clock.now, primary=P)
     assert knowledge.view(R1).lag == pytest.approx(1.5)
     # Caught up with everything the primary was seen to have: no lag.
-    knowledge.record_poll(R2, gs(f"{A}:1-20"), started=clock.now)
+    knowledge.record_poll(R2, gs(f"{A}:1-20"), started=clock.now, primary=P)
     assert knowledge.view(R2).lag == 0.0
 
 
@@ -112,21 +113,21 @@ def test_the_apply_delay_of_a_delayed_replica_outlives_an_idle_primary(
     """A replica that applies every transaction 5 s late: once the monitor saw it apply one,
     the estimate stays 5 s while nothing new happens, although the replica then has all the
     primary has (the next write will take 5 s again)."""
-    knowledge.record_primary_state(gs(f"{A}:1"))
-    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now)
+    knowledge.record_primary_state(P, gs(f"{A}:1"))
+    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now, primary=P)
     clock.now += 1.0
-    knowledge.record_primary_state(gs(f"{A}:1-2"))  # written at 101
+    knowledge.record_primary_state(P, gs(f"{A}:1-2"))  # written at 101
     for _ in range(25):  # polls every 0.2 s; the replica lacks A:2 until 106
         clock.now += 0.2
-        knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now)
+        knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now, primary=P)
     assert knowledge.view(R1).lag == pytest.approx(5.0)
     clock.now += 0.2
-    knowledge.record_poll(R1, gs(f"{A}:1-2"), started=clock.now)
+    knowledge.record_poll(R1, gs(f"{A}:1-2"), started=clock.now, primary=P)
     # It took at least until its previous poll (106) to apply what was seen at 101.
     assert knowledge.view(R1).lag == pytest.approx(5.0)
     for _ in range(20):
         clock.now += 0.2
-        knowledge.record_poll(R1, gs(f"{A}:1-2"), started=clock.now)
+        knowledge.record_poll(R1, gs(f"{A}:1-2"), started=clock.now, primary=P)
     view = knowledge.view(R1)
     assert view.lag == pytest.approx(5.0)
     assert view.current_lag(clock.now, knowledge.ttl) == pytest.approx(5.0)
@@ -136,9 +137,9 @@ def test_a_replica_that_applies_quickly_measures_no_delay(
     knowledge: ReplicaKnowledge, clock: Clock
 ) -> None:
     for gno in range(1, 30):
-        knowledge.record_primary_state(gs(f"{A}:1-{gno}"))
+        knowledge.record_primary_state(P, gs(f"{A}:1-{gno}"))
         clock.now += 0.1
-        knowledge.record_poll(R1, gs(f"{A}:1-{gno}"), started=clock.now)
+        knowledge.record_poll(R1, gs(f"{A}:1-{gno}"), started=clock.now, primary=P)
         clock.now += 0.1
     assert knowledge.view(R1).lag == 0.0
 
@@ -146,58 +147,78 @@ def test_a_replica_that_applies_quickly_measures_no_delay(
 def test_a_timed_out_wait_keeps_the_estimate_up_until_the_replica_is_seen_to_apply(
     knowledge: ReplicaKnowledge, clock: Clock
 ) -> None:
-    knowledge.record_primary_state(gs(f"{A}:1"))
-    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now)
-    knowledge.record_primary_state(gs(f"{A}:1-2"))
+    knowledge.record_primary_state(P, gs(f"{A}:1"))
+    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now, primary=P)
+    knowledge.record_primary_state(P, gs(f"{A}:1-2"))
     knowledge.record_wait(R1, gs(f"{A}:2"), reached=False, duration=1.0, timeout=1.0)
     clock.now += 0.2
-    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now)
+    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now, primary=P)
     lag = knowledge.view(R1).lag
     assert lag is not None
     assert lag >= 1.0
     clock.now += 0.2
-    knowledge.record_primary_state(gs(f"{A}:1-3"))
+    knowledge.record_primary_state(P, gs(f"{A}:1-3"))
     clock.now += 0.2
-    knowledge.record_poll(R1, gs(f"{A}:1-3"), started=clock.now)  # applied at once
+    knowledge.record_poll(R1, gs(f"{A}:1-3"), started=clock.now, primary=P)  # applied at once
     assert knowledge.view(R1).lag == 0.0
 
 
 def test_the_history_restarts_when_the_primary_goes_backwards(
     knowledge: ReplicaKnowledge, clock: Clock
 ) -> None:
-    knowledge.record_primary_state(gs(f"{A}:1-100"))
+    knowledge.record_primary_state(P, gs(f"{A}:1-100"))
     clock.now += 10.0
-    knowledge.record_primary_state(gs(f"{A}:1-3"))  # a rebuilt server
-    knowledge.record_poll(R1, gs(f"{A}:1-3"), started=clock.now)
+    knowledge.record_primary_state(P, gs(f"{A}:1-3"))  # a rebuilt server
+    knowledge.record_poll(R1, gs(f"{A}:1-3"), started=clock.now, primary=P)
     assert knowledge.view(R1).lag == 0.0
 
 
 def test_the_history_is_bounded(knowledge: ReplicaKnowledge, clock: Clock) -> None:
     for gno in range(1, HISTORY_LIMIT + 50):
         clock.now += 0.01
-        knowledge.record_primary_state(gs(f"{A}:1-{gno}"))
+        knowledge.record_primary_state(P, gs(f"{A}:1-{gno}"))
     clock.now += 1.0
     # Behind everything kept: at least as old as the oldest state kept.
-    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now)
+    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now, primary=P)
     lag = knowledge.view(R1).lag
     assert lag is not None
     assert 1.0 + 0.01 * (HISTORY_LIMIT - 2) <= lag <= 1.0 + 0.01 * HISTORY_LIMIT
 
 
 def test_lag_on_mariadb_positions(knowledge: ReplicaKnowledge, clock: Clock) -> None:
-    knowledge.record_primary_state(MariaPosition.parse("0-1-10"))
+    knowledge.record_primary_state(P, MariaPosition.parse("0-1-10"))
     clock.now += 2.0
-    knowledge.record_primary_state(MariaPosition.parse("0-1-11,1-1-3"))
+    knowledge.record_primary_state(P, MariaPosition.parse("0-1-11,1-1-3"))
     clock.now += 2.0
-    knowledge.record_poll(R1, MariaPosition.parse("0-1-11"), started=clock.now)
+    knowledge.record_poll(R1, MariaPosition.parse("0-1-11"), started=clock.now, primary=P)
     assert knowledge.view(R1).lag == pytest.approx(2.0)
+
+
+def test_each_primary_has_its_own_history(knowledge: ReplicaKnowledge, clock: Clock) -> None:
+    """One process may watch two topologies, even of two flavours: a replica is compared with
+    its own primary only."""
+    other = "10.9.9.9:3306"
+    knowledge.record_primary_state(P, gs(f"{A}:1-10"))
+    knowledge.record_primary_state(other, MariaPosition.parse("0-1-500"))
+    clock.now += 4.0
+    knowledge.record_primary_state(other, MariaPosition.parse("0-1-900"))
+    clock.now += 1.0
+    knowledge.record_poll(R1, gs(f"{A}:1-10"), started=clock.now, primary=P)
+    knowledge.record_poll(
+        "10.9.9.10:3306", MariaPosition.parse("0-1-500"), started=clock.now, primary=other
+    )
+    assert knowledge.view(R1).lag == 0.0
+    assert knowledge.view("10.9.9.10:3306").lag == pytest.approx(1.0)
+    # A replica given the wrong primary (another flavour) gets no estimate rather than an error.
+    knowledge.record_poll(R2, gs(f"{A}:1-10"), started=clock.now, primary=other)
+    assert knowledge.view(R2).lag is None
 
 
 def test_without_a_primary_history_a_poll_teaches_state_and_health_only(
     knowledge: ReplicaKnowledge, clock: Clock
 ) -> None:
     knowledge.record_wait(R1, gs(f"{A}:1"), reached=True, duration=0.3, timeout=1.0)
-    knowledge.record_poll(R1, gs(f"{A}:1-7"), started=clock.now)
+    knowledge.record_poll(R1, gs(f"{A}:1-7"), started=clock.now, primary=P)
     view = knowledge.view(R1)
     assert view.executed == gs(f"{A}:1-7")
     assert view.lag == pytest.approx(0.3)
@@ -214,7 +235,7 @@ def test_a_poll_that_started_after_a_failure_clears_it(
         knowledge.record_failure(R1)
     assert not knowledge.healthy(R1)
     clock.now += 0.2
-    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now)
+    knowledge.record_poll(R1, gs(f"{A}:1"), started=clock.now, primary=P)
     assert knowledge.healthy(R1)
     assert knowledge.view(R1).failures == 0
 
@@ -241,15 +262,15 @@ def lagging(knowledge: ReplicaKnowledge, clock: Clock, **delays: float) -> None:
     """The monitors, polling every replica every 0.2 s, saw each apply the primary's newest
     state as late as ``delays`` says (``R1=3.0``…), and keep polling until the slowest did."""
     names = {"R1": R1, "R2": R2}
-    knowledge.record_primary_state(gs(f"{A}:1-50"))
+    knowledge.record_primary_state(P, gs(f"{A}:1-50"))
     seen = clock.now
     for name in delays:
-        knowledge.record_poll(names[name], gs(f"{A}:1-49"), started=clock.now)
+        knowledge.record_poll(names[name], gs(f"{A}:1-49"), started=clock.now, primary=P)
     while clock.now <= seen + max(delays.values()):
         clock.now += 0.2
         for name, delay in delays.items():
             state = gs(f"{A}:1-50") if clock.now > seen + delay + 1e-9 else gs(f"{A}:1-49")
-            knowledge.record_poll(names[name], state, started=clock.now)
+            knowledge.record_poll(names[name], state, started=clock.now, primary=P)
 
 
 def test_a_replica_lagging_beyond_wait_timeout_is_not_waited_on(
