@@ -476,6 +476,61 @@ def analytics_rows(figures: Figures) -> list[Row]:
     return out
 
 
+FAULT_LATENCIES = (
+    ("black_hole", "black-hole replica"),
+    ("frozen", "frozen replica"),
+    ("frozen_reads", "frozen replica, reads only"),
+)
+
+
+def faults_rows(figures: Figures) -> list[Row]:
+    forms = mapping(figures, "forms")
+    if not forms:
+        raise UnexpectedFigures("no form measured")
+    bound = number(figures, "bound_ms")
+    out = []
+    for form in ("wrapper", "proxy"):
+        if form not in forms:
+            continue
+        area = f"server faults through the {form}"
+        for key, label in FAULT_LATENCIES:
+            without, with_ = mapping(forms, form, key, "without"), mapping(forms, form, key, "with")
+            worst = number(with_, "worst_ms")
+            out.append(
+                Row(
+                    area,
+                    f"{label}: worst / p99 read, without -> with the fault",
+                    f"{number(without, 'worst_ms'):,.0f} / {number(without, 'p99_ms'):,.1f} ms"
+                    f" -> {worst:,.0f} / {number(with_, 'p99_ms'):,.1f} ms",
+                    f"bound {bound:,.0f} ms ({'within' if worst <= bound else 'EXCEEDED'}); "
+                    f"{number(with_, 'reads'):,.0f} reads",
+                )
+            )
+        without, with_ = (
+            mapping(forms, form, "stuck", "without"),
+            mapping(forms, form, "stuck", "with"),
+        )
+        out.append(
+            Row(
+                area,
+                "the only replica behind wait_timeout: reads/s, without -> with",
+                f"{rate(number(without, 'reads_per_s'))} -> {rate(number(with_, 'reads_per_s'))}",
+                f"reads taking a full wait: {number(without, 'slow_reads'):.0f} -> "
+                f"{number(with_, 'slow_reads'):.0f}",
+            )
+        )
+        again = mapping(forms, form, "restart")
+        out.append(
+            Row(
+                area,
+                "a restarted replica serves reads again after",
+                f"{number(again, 'seconds_to_serve'):.2f} s",
+                f"monitor interval {number(again, 'monitor_interval'):.2f} s",
+            )
+        )
+    return out
+
+
 #: Every script, in the order they run (cheap and pure first), with its time limit in seconds.
 SCRIPTS: tuple[Script, ...] = (
     Script("gtid", "bench/gtid.py", (), 240, gtid_rows, area="GTID ops"),
@@ -503,6 +558,7 @@ SCRIPTS: tuple[Script, ...] = (
         full_timeout=900,
         area="proxy memory per connection",
     ),
+    Script("faults", "bench/faults.py", (), 900, faults_rows, area="server faults"),
     Script(
         "proxy_bigpackets",
         "bench/proxy_bigpackets.py",

@@ -8,12 +8,24 @@ replay, waits, state reads) use :meth:`BackendConnection.query`, which collects 
 
 :class:`BackendServer` is one server: it opens connections (replicas retried briefly with
 tenacity backoff) and counts them.  Its :class:`HealthMonitor` keeps one connection of its own
-and polls the server's executed GTID state every ``monitor_interval``; for a replica the result
-feeds the policy's :class:`~consistent.policy.ReplicaKnowledge` (so most reads need no wait),
-and a failure marks the replica unhealthy until the monitor, reconnecting with exponential
-backoff, reaches it again.  The monitor also reads whether a replica accepts writes
-(``@@read_only``, ``@@super_read_only`` on MySQL), at most once a second: a writable replica is
-reported in ``/status`` and logged once, when it is first seen so.
+and polls the server's executed GTID state every ``monitor_interval``: the primary's grows the
+history the lag estimate is read from, a replica's feeds the policy's
+:class:`~consistent.policy.ReplicaKnowledge` (executed state, health, lag: so most reads need
+no wait, and none is spent on a replica that lags too much), and a failure marks the replica
+unhealthy until the monitor, trying again every interval, reaches it again.  The monitor also
+reads whether a replica accepts writes (``@@read_only``, ``@@super_read_only`` on MySQL), at
+most once a second: a writable replica is reported in ``/status`` and logged once, when it is
+first seen so.
+
+Deadlines (:mod:`consistent.policy.deadlines`): a connection with a response outstanding is
+closed when the server stays silent longer than its read deadline (the response's own, for a
+wait statement), or leaves our bytes unsent longer than its write deadline.  Bytes flowing
+either way count as progress, and so does the time reading is paused because the client is
+slow (the silence after such a pause counts from the first check that sees reading resumed).
+One timer per connection, armed while responses are outstanding, checks it; a chunk received
+costs a clock read.  The outstanding responses then fail as on any lost connection, which the
+session reports to the policy (a replica's read goes elsewhere once, a statement on the
+primary gets 2013).
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import monotonic
 from typing import Final
 
 from tenacity import (
@@ -33,6 +46,7 @@ from tenacity import (
     RetryCallState,
     retry_if_exception_type,
     stop_after_attempt,
+    stop_after_delay,
     wait_exponential,
 )
 
@@ -40,6 +54,7 @@ from consistent.errors import Error, RemoteProtocolError
 from consistent.flavors import Flavor, ServerRole, WriteProtection
 from consistent.gtid import GtidState
 from consistent.policy import PRIMARY, ReplicaKnowledge, Tracking
+from consistent.policy.deadlines import Deadlines, monitor_poll_timeout
 from consistent.protocol import ServerStatus
 from proxy.config import Address
 from proxy.errors import BackendUnavailable
@@ -120,6 +135,19 @@ class BackendConnection(PacketEndpoint):
         self.on_closed: Callable[[BackendConnection], None] | None = None
         #: The server's accounting hook (kept apart so that a session cannot replace it).
         self.on_released: Callable[[BackendConnection], None] | None = None
+        #: Seconds the server may stay silent, or leave our bytes unsent, while a response is
+        #: outstanding (``None``: no limit); set once the login succeeded.
+        self.read_deadline: float | None = None
+        self.write_deadline: float | None = None
+        #: Why the proxy closed the connection (a missed deadline), if it did.
+        self.failure: str | None = None
+        # Clock reading of the last progress while responses are outstanding.
+        self._active_at = 0.0
+        # Bytes left in the transport's write buffer, and whether reading was paused, at the
+        # last check.
+        self._unsent = 0
+        self._was_paused = False
+        self._timer: asyncio.TimerHandle | None = None
 
     @property
     def thread_id(self) -> int:
@@ -141,18 +169,96 @@ class BackendConnection(PacketEndpoint):
 
     # ----------------------------------------------------------------- command phase
 
+    def set_deadlines(self, deadlines: Deadlines, *, replica: bool) -> None:
+        """The read and write deadlines of this connection (see the module docstring)."""
+        self.read_deadline = deadlines.read_for(replica=replica)
+        self.write_deadline = deadlines.write
+
     def submit(self, data: bytes, relay: ResponseRelay) -> None:
         """Send one command (already framed) whose response ``relay`` handles."""
-        self._pending.append(relay)
+        pending = self._pending
+        if not pending:
+            self._active_at = monotonic()
+        pending.append(relay)
         if not self._lost:
             self.transport.write(data)  # type: ignore[union-attr]
+        if self._timer is None:
+            self._watch(relay)
 
     def submit_many(self, items: list[tuple[bytes, ResponseRelay]]) -> None:
         """Send several commands in one write (pipelining); responses come back in order."""
+        if not self._pending:
+            self._active_at = monotonic()
         self._pending.extend([relay for _data, relay in items])
         self.write(b"".join([data for data, _relay in items]))
+        if self._timer is None and items:
+            self._watch(items[0][1])
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Queue bytes for sending (LOCAL INFILE data among them: progress)."""
+        self._active_at = monotonic()
+        super().write(data)
+
+    # ----------------------------------------------------------------- deadlines
+
+    def _limit(self, relay: ResponseRelay, unsent: int) -> float | None:
+        """The silence allowed now: the response's own, else the write deadline while bytes
+        wait to be sent, else the read deadline."""
+        if relay.deadline is not None:
+            return relay.deadline
+        if unsent and self.write_deadline is not None:
+            return self.write_deadline
+        return self.read_deadline
+
+    def _watch(self, relay: ResponseRelay) -> None:
+        """Arm the deadline timer for the response ``relay`` starts (no-op without a limit)."""
+        limit = self._limit(relay, 0)
+        if limit is None:
+            limit = self.write_deadline
+        transport = self.transport
+        if limit is None or transport is None or self._lost:
+            return
+        self._unsent = transport.get_write_buffer_size()
+        self._arm(limit)
+
+    def _arm(self, delay: float) -> None:
+        """Check again in ``delay`` seconds, or sooner: never later than the read deadline,
+        so that a response with a longer limit of its own (a wait) does not postpone the check
+        of the one that follows it."""
+        base = self.read_deadline
+        if base is not None and base < delay:
+            delay = base
+        self._timer = asyncio.get_running_loop().call_later(delay, self._check_deadline)
+
+    def _check_deadline(self) -> None:
+        self._timer = None
+        pending = self._pending
+        transport = self.transport
+        if self._lost or not pending or transport is None:
+            return
+        now = monotonic()
+        unsent = transport.get_write_buffer_size()
+        reading = transport.is_reading()
+        if unsent < self._unsent or not reading or self._was_paused:
+            # Bytes went out, or a slow client paused our reading (now, or at the last check:
+            # when it resumed is not known, so the silence is counted from now).
+            self._active_at = now
+        self._was_paused = not reading
+        self._unsent = unsent
+        limit = self._limit(pending[0], unsent)
+        if limit is None:
+            return
+        silent = now - self._active_at
+        if silent < limit:
+            self._arm(limit - silent)
+            return
+        what = "sent nothing" if not unsent else "left our bytes unsent"
+        self.failure = f"the server {what} for {limit:g} s"
+        logger.warning("backend %s: %s; closing the connection", self.address, self.failure)
+        self.abort()
 
     def _on_data(self, data: bytes) -> None:
+        self._active_at = monotonic()
         pending = self._pending
         try:
             while pending:
@@ -179,6 +285,11 @@ class BackendConnection(PacketEndpoint):
             self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        if exc is None and self.failure is not None:
+            exc = TimeoutError(self.failure)
         pending = list(self._pending)
         self._pending.clear()
         super().connection_lost(exc)
@@ -215,6 +326,7 @@ class BackendConnection(PacketEndpoint):
 
         relay.on_done = finished
         relay.on_lost = lost
+        relay.deadline = timeout
         self.submit(data, relay)
         try:
             async with asyncio.timeout(timeout):
@@ -249,11 +361,14 @@ class BackendServer:
         connect_timeout: float,
         max_payload: int,
         tls_context: ssl.SSLContext | None,
+        deadlines: Deadlines | None = None,
     ) -> None:
         self.name = name
         self.address = address
         self.role = ServerRole.PRIMARY if name == PRIMARY else ServerRole.REPLICA
         self.connect_timeout = connect_timeout
+        #: The deadlines of the connections opened from now on.
+        self.deadlines = deadlines if deadlines is not None else Deadlines()
         self.max_payload = max_payload
         self.tls_context = tls_context
         self.open_connections = 0
@@ -303,14 +418,16 @@ class BackendServer:
             conn.abort()
             raise
         conn.started(login)
+        conn.set_deadlines(self.deadlines, replica=self.role is ServerRole.REPLICA)
         return conn
 
     async def connect(self, credentials: Credentials) -> BackendConnection:
         """A new authenticated connection.  Replicas get a second attempt after a short
-        backoff; the primary fails at once (the client sees the error)."""
+        backoff, unless the first took all of ``connect_timeout`` (a server that accepts and
+        never answers costs one); the primary fails at once (the client sees the error)."""
         attempts = 1 if self.role is ServerRole.PRIMARY else REPLICA_CONNECT_ATTEMPTS
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts),
+            stop=stop_after_attempt(attempts) | stop_after_delay(self.connect_timeout),
             wait=wait_exponential(multiplier=0.05, max=0.5),
             retry=retry_if_exception_type(BackendUnavailable),
             reraise=True,
@@ -354,10 +471,12 @@ class HealthMonitor:
     """Polls one server's executed GTID state on a connection of its own.
 
     ``flavor`` is a callable because the flavour may be detected after the monitor starts.
-    Every ``interval`` seconds: one ``SELECT`` of the executed state.  A replica's state and
-    health go to ``knowledge``; when the server cannot be reached the replica is marked failed
-    and reconnection is retried with exponential backoff (``tenacity``), up to ``max_backoff``
-    seconds apart.
+    Every ``interval`` seconds: one ``SELECT`` of the executed state, which may take
+    :func:`~consistent.policy.deadlines.monitor_poll_timeout`.  The primary's state goes to
+    ``knowledge``'s history, a replica's to ``knowledge.record_poll`` (state, health, lag);
+    when the server cannot be reached the replica is marked failed and reconnection is retried
+    (``tenacity``) every ``max_backoff`` seconds at most (default: the interval, so that a
+    recovered replica is back one interval after it answers).
     """
 
     def __init__(
@@ -368,15 +487,18 @@ class HealthMonitor:
         flavor: Callable[[], Flavor | None],
         *,
         interval: float,
-        max_backoff: float = 5.0,
+        primary: str,
+        max_backoff: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.server = server
+        #: The primary's address: the history a replica's state is compared with.
+        self.primary = primary
         self._credentials = credentials
         self._knowledge = knowledge
         self._flavor = flavor
         self.interval = interval
-        self._max_backoff = max_backoff
+        self._max_backoff = max_backoff if max_backoff is not None else max(interval, 0.05)
         self._clock = clock
         self._stop = asyncio.Event()
         self._conn: BackendConnection | None = None
@@ -470,6 +592,7 @@ class HealthMonitor:
         flavor = self._flavor()
         if flavor is None:
             return
+        started = self._knowledge.now()
         result = await conn.query(flavor.executed_state_statement(self.server.role), timeout)
         if result.error is not None:
             raise BackendUnavailable(self.server.address.name, result.error.message)
@@ -487,11 +610,13 @@ class HealthMonitor:
         self.last_ok = self._clock()
         self.last_error = None
         if self.server.role is ServerRole.REPLICA:
-            name = self.server.name
-            self._knowledge.record_success(name)
-            self._knowledge.record_executed(name, state)
+            self._knowledge.record_poll(
+                self.server.name, state, started=started, primary=self.primary
+            )
             if self._clock() >= self._read_only_due:
                 await self._check_read_only(conn, flavor, timeout)
+        else:
+            self._knowledge.record_primary_state(self.primary, state)
 
     async def _check_read_only(
         self, conn: BackendConnection, flavor: Flavor, timeout: float
@@ -519,7 +644,7 @@ class HealthMonitor:
 
     async def run(self) -> None:
         """Poll until :meth:`stop`."""
-        timeout = max(2.0, 5 * self.interval)
+        timeout = monitor_poll_timeout(self.interval)
         while not self._stop.is_set():
             conn: BackendConnection | None = None
             try:

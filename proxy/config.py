@@ -28,8 +28,11 @@ Example (every key but ``backends.primary`` and one user is optional)::
     user = "app"                     # credentials the proxy uses towards the servers
     password = "..."
     flavor = "mariadb"               # mysql | mariadb; detected from the handshake if absent
-    monitor_interval_ms = 200        # executed-state polling
-    connect_timeout = 5.0
+    monitor_interval_ms = 200        # health, executed-state and lag polling
+    connect_timeout = 5.0            # opening a connection, greeting and login included
+    replica_read_timeout = 5.0       # a replica silent this long: the read goes elsewhere once
+    read_timeout = 30.0              # the primary silent this long: the client gets 2013
+    write_timeout = 30.0             # bytes left unsent this long: the same (0: no deadline)
     tls = false                      # TLS to the servers
     tls_ca = "ca.pem"                # verify the servers' certificates against this CA
 
@@ -62,6 +65,12 @@ from typing import Any, Final
 from consistent.classify import read_only_function_names
 from consistent.errors import InterfaceError
 from consistent.policy import Level, OnTimeout
+from consistent.policy.deadlines import (
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_REPLICA_READ_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+    Deadlines,
+)
 from consistent.protocol import CACHING_SHA2_PASSWORD, MYSQL_NATIVE_PASSWORD
 
 __all__ = [
@@ -184,6 +193,8 @@ class BackendsConfig:
     tls: bool = False
     tls_ca: Path | None = None
     tls_verify: bool = True
+    #: Read and write deadlines of every backend connection.
+    deadlines: Deadlines = field(default_factory=Deadlines)
 
     @property
     def replica_names(self) -> tuple[str, ...]:
@@ -276,6 +287,9 @@ _BACKEND_KEYS: Final = frozenset(
         "tls",
         "tls_ca",
         "tls_verify",
+        "replica_read_timeout",
+        "read_timeout",
+        "write_timeout",
     }
 )
 _USER_KEYS: Final = frozenset(
@@ -375,7 +389,19 @@ def _backends(data: Mapping[str, Any], base: Path | None) -> BackendsConfig:
         tls=_flag(b.get("tls", False), "backends.tls"),
         tls_ca=_path(b["tls_ca"], "backends.tls_ca", base) if "tls_ca" in b else None,
         tls_verify=_flag(b.get("tls_verify", True), "backends.tls_verify"),
+        deadlines=_deadlines(b),
     )
+
+
+def _deadlines(b: Mapping[str, Any]) -> Deadlines:
+    try:
+        return Deadlines(
+            replica_read=b.get("replica_read_timeout", DEFAULT_REPLICA_READ_TIMEOUT),
+            read=b.get("read_timeout", DEFAULT_READ_TIMEOUT),
+            write=b.get("write_timeout", DEFAULT_WRITE_TIMEOUT),
+        )
+    except InterfaceError as e:
+        raise ConfigError(f"backends.{e}") from None
 
 
 def _users(data: Mapping[str, Any]) -> dict[str, UserConfig]:

@@ -223,6 +223,7 @@ class ResponseRelay:
         "_stash",
         "_state",
         "client_stmt_id",
+        "deadline",
         "done",
         "error",
         "infile",
@@ -265,6 +266,9 @@ class ResponseRelay:
         self.client_stmt_id = client_stmt_id
         #: True once the response's last packet was processed.
         self.done = False
+        #: Seconds the server may stay silent on this response, when not the connection's
+        #: read deadline (a wait statement is silent up to its own timeout).
+        self.deadline: float | None = None
         #: Status flags of the last OK/EOF seen (the hint until then).
         self.status = status_hint
         #: The ERR payload, when the response ended with an error.
@@ -318,6 +322,7 @@ class ResponseRelay:
         self._state = _INITIAL[kind]
         self._expect = -1
         self.done = False
+        self.deadline = None
         self.wrote = False
         self.last_seq = -1
         self.status = status_hint

@@ -262,8 +262,10 @@ class ProxyServer:
         for name, address in wanted.items():
             existing = self._servers.get(name)
             if existing is not None:
+                existing.deadlines = b.deadlines
                 if existing.monitor is not None:
                     existing.monitor.set_credentials(self._credentials(config))
+                    existing.monitor.primary = b.primary.name
                 continue
             server = BackendServer(
                 name,
@@ -271,6 +273,7 @@ class ProxyServer:
                 connect_timeout=b.connect_timeout,
                 max_payload=config.max_allowed_packet,
                 tls_context=self._backend_tls,
+                deadlines=b.deadlines,
             )
             server.monitor = HealthMonitor(
                 server,
@@ -278,6 +281,7 @@ class ProxyServer:
                 self._knowledge,
                 lambda: self._flavor,
                 interval=b.monitor_interval,
+                primary=b.primary.name,
             )
             self._servers[name] = server
             task = asyncio.get_running_loop().create_task(server.monitor.run())

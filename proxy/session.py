@@ -22,8 +22,9 @@ Commands are served one at a time; whatever the client sends meanwhile is buffer
 reading from the client pauses), except the file a LOCAL INFILE request asked for, which flows to
 the backend as it arrives.
 
-Failure rules: a read whose replica dies before any byte reached the client is retried where
-the policy says; a replica dying mid-response gives the client ERR 2013 and the session goes on;
+Failure rules (a backend silent past its deadline counts as dead, see :mod:`proxy.backends`): a
+read whose replica dies before any byte reached the client is retried where the policy says
+(once); a replica dying mid-response gives the client ERR 2013 and the session goes on;
 the primary dying with a command in flight gives ERR 2013 and closes the session (nothing sent
 to the primary is ever replayed).  A primary connection lost while idle is reopened
 transparently unless the session had state only it held (a transaction, a pin), in which case
@@ -60,6 +61,7 @@ from consistent.policy import (
     Level,
     WaitOutcome,
 )
+from consistent.policy.deadlines import wait_deadline
 from consistent.protocol import (
     ServerStatus,
     parse_ok,
@@ -561,6 +563,7 @@ class Session(SlowPath):
         wait = ResponseRelay(
             _QUERY, conn.caps, conn.caps, collected.extend, status_hint=conn.status
         )
+        wait.deadline = wait_deadline(timeout)
         read = ResponseRelay(self._kind, conn.caps, self.caps, discard, status_hint=conn.status)
         started = time.monotonic()
 

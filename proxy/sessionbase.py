@@ -37,7 +37,7 @@ from consistent.protocol import (
     build_ok,
     parse_err,
 )
-from consistent.protocol.constants import Capability
+from consistent.protocol.constants import Capability, ClientErrno
 from consistent.telemetry import NOOP_SPAN, StatementSpan, Telemetry
 from proxy.backends import BackendConnection, BackendServer, BackendUnavailable
 from proxy.config import ProxyConfig
@@ -55,8 +55,8 @@ __all__ = ["Broken", "ReplayFailed", "SessionBase", "SessionHost"]
 logger = logging.getLogger(__name__)
 
 # Client-side error numbers (libmysqlclient's CR_*) and server errors the proxy sends.
-CR_CONN_HOST_ERROR: Final = 2003
-CR_SERVER_LOST: Final = 2013
+CR_CONN_HOST_ERROR: Final = int(ClientErrno.CR_CONN_HOST_ERROR)
+CR_SERVER_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
 ER_UNKNOWN_COM_ERROR: Final = 1047
 ER_UNKNOWN_ERROR: Final = 1105
 ER_NET_PACKETS_OUT_OF_ORDER: Final = 1156
@@ -66,9 +66,6 @@ ER_WRONG_VALUE_FOR_VAR: Final = 1231
 ER_STMT_HAS_NO_OPEN_CURSOR: Final = 1421
 ER_MALFORMED_PACKET: Final = 1835
 ER_PARSE_ERROR: Final = 1064
-
-#: Extra seconds a wait's answer may take beyond the wait's own timeout.
-WAIT_SOCKET_MARGIN: Final = 1.0
 
 _TRACKING_OWN: Final = Tracking.OWN
 _QUERY: Final = ResponseKind.QUERY

@@ -26,6 +26,7 @@ from consistent.policy import (
     Tracking,
     WaitOutcome,
 )
+from consistent.policy.deadlines import wait_deadline
 from consistent.protocol import (
     parse_change_user,
 )
@@ -41,7 +42,6 @@ from proxy.relay import ResponseKind
 from proxy.sessionbase import (
     CR_SERVER_LOST,
     ER_UNKNOWN_ERROR,
-    WAIT_SOCKET_MARGIN,
     Broken,
     ReplayFailed,
 )
@@ -299,7 +299,7 @@ class SlowPath(ClientInput):
         timeout = d.wait_timeout or self.policy.config.wait_timeout
         sql = self._flavor.wait_statement(d.wait_set, timeout)
         try:
-            result = await conn.query(sql, timeout=timeout + WAIT_SOCKET_MARGIN)
+            result = await conn.query(sql, timeout=wait_deadline(timeout))
         except (ConnectionClosed, TimeoutError) as e:
             logger.info("session %d: wait on %s failed: %s", self.id, conn.address, e)
             self._forget(conn)

@@ -59,6 +59,7 @@ __all__ = [
     "is_disconnect",
     "is_server_error",
     "query_value",
+    "set_read_timeout",
     "tracked_gtid_text",
     "translate_error",
 ]
@@ -338,6 +339,12 @@ def query_value(conn: TrackingConnection, sql: str, *, timeout: float | None = N
     if not rows:
         return None
     return rows[0][0]
+
+
+def set_read_timeout(conn: TrackingConnection, timeout: float | None) -> None:
+    """The connection's read deadline from now on (``None``: none); PyMySQL takes it only at
+    construction, where it also bounds the greeting."""
+    conn._read_timeout = timeout
 
 
 def force_close(conn: TrackingConnection) -> None:

@@ -14,6 +14,13 @@ Three spellings reach the same :class:`ConnectConfig`:
   Schemes ``mysql``, ``mariadb``, ``consistent`` and ``mysql+consistent`` are accepted; query
   parameters other than ours become PyMySQL options, converted to the type PyMySQL expects.
   Keywords given next to a URL override it.
+
+Deadlines (:mod:`consistent.policy.deadlines`): PyMySQL's ``read_timeout`` is the primary's
+read deadline, ``replica_read_timeout`` the replicas', ``write_timeout`` everyone's; each has a
+default (``0`` or ``None``: no deadline), and a per-server dict may set its own.  Opening a
+connection, the handshake and login included, is bounded by ``connect_timeout``
+(``replica_connect_timeout`` at most for replicas).  ``monitor_interval`` is the background
+monitor's period (``0``: no monitor; see :mod:`consistent.dbapi.monitor`).
 """
 
 from __future__ import annotations
@@ -32,6 +39,14 @@ from consistent.classify import read_only_function_names
 from consistent.dbapi._pymysql import PYMYSQL_OPTIONS
 from consistent.errors import InterfaceError, ProgrammingError
 from consistent.policy import Level, OnTimeout, PolicyConfig
+from consistent.policy.deadlines import (
+    DEFAULT_MONITOR_INTERVAL,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_REPLICA_READ_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+    Deadlines,
+    parse_deadline,
+)
 from consistent.policy.states import FlavorName
 
 __all__ = [
@@ -52,6 +67,16 @@ _FLAVORS: Final[dict[str, FlavorName]] = {"mysql": "mysql", "mariadb": "mariadb"
 # set: SESSION_TRACK is added to it).
 _RESERVED: Final = frozenset({"cursorclass", "defer_connect", "host", "port"})
 
+# Our numeric options, in a URL.
+_OUR_NUMBERS: Final = frozenset(
+    {
+        "wait_timeout",
+        "max_lag",
+        "replica_connect_timeout",
+        "replica_read_timeout",
+        "monitor_interval",
+    }
+)
 # URL query parameters that are PyMySQL options, with their types.
 _INT_OPTIONS: Final = frozenset({"connect_timeout", "max_allowed_packet"})
 _FLOAT_OPTIONS: Final = frozenset({"read_timeout", "write_timeout"})
@@ -186,6 +211,10 @@ class ConnectConfig:
     #: User functions declared read-only (normalised, see
     #: :func:`consistent.classify.read_only_function_names`): a read may call them on a replica.
     read_only_functions: frozenset[str] = frozenset()
+    #: Read and write deadlines of the server connections.
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    #: Seconds between two polls of each server by the background monitor; ``None``: none.
+    monitor_interval: float | None = DEFAULT_MONITOR_INTERVAL
 
     def __repr__(self) -> str:
         # The shared options hold the password: show everything else as the dataclass would.
@@ -193,18 +222,23 @@ class ConnectConfig:
             f"ConnectConfig(primary={self.primary!r}, replicas={self.replicas!r}, "
             f"policy={self.policy!r}, flavor={self.flavor!r}, autocommit={self.autocommit!r}, "
             f"options={_masked(self.options)!r}, "
-            f"replica_connect_timeout={self.replica_connect_timeout!r})"
+            f"replica_connect_timeout={self.replica_connect_timeout!r}, "
+            f"deadlines={self.deadlines!r}, monitor_interval={self.monitor_interval!r})"
         )
 
     def server_options(self, server: ServerSpec, *, replica: bool) -> dict[str, Any]:
-        """The PyMySQL keyword arguments for ``server``."""
+        """The PyMySQL keyword arguments for ``server``, deadlines included."""
         options = dict(self.options)
         if replica and "connect_timeout" not in server.options:
             shared = options.get("connect_timeout")
             options["connect_timeout"] = min(
                 float(shared) if shared is not None else math.inf, self.replica_connect_timeout
             )
+        options["read_timeout"] = self.deadlines.read_for(replica=replica)
+        options["write_timeout"] = self.deadlines.write
         options.update(server.options)
+        for name in ("read_timeout", "write_timeout"):
+            options[name] = parse_deadline(f"{server.name} {name}", options[name])
         options["host"] = server.host
         options["port"] = server.port
         return options
@@ -235,7 +269,7 @@ def parse_url(url: str) -> dict[str, Any]:
             functions.append(value)
         elif key in ("level", "on_timeout", "flavor"):
             kwargs[key] = value
-        elif key in ("wait_timeout", "max_lag", "replica_connect_timeout"):
+        elif key in _OUR_NUMBERS:
             kwargs[key] = parse_number(key, value)
         elif key in ("autocommit", "retry_reads"):
             kwargs[key] = parse_boolean(key, value)
@@ -316,9 +350,12 @@ def build_config(
     retry_reads: bool = True,
     replica_connect_timeout: float = DEFAULT_REPLICA_CONNECT_TIMEOUT,
     read_only_functions: str | Iterable[str] | None = None,
+    replica_read_timeout: float | None = DEFAULT_REPLICA_READ_TIMEOUT,
+    monitor_interval: float | None = DEFAULT_MONITOR_INTERVAL,
     **options: Any,
 ) -> ConnectConfig:
-    """Validate and assemble a :class:`ConnectConfig` (``options`` are PyMySQL keywords).
+    """Validate and assemble a :class:`ConnectConfig` (``options`` are PyMySQL keywords;
+    ``read_timeout`` and ``write_timeout`` among them get our defaults).
 
     ``autocommit`` is on by default, unlike PyMySQL (see ``consistent.dbapi``); ``False``
     gives PyMySQL's default and ``None`` the server's.  ``retry_reads=False`` makes a read
@@ -352,6 +389,11 @@ def build_config(
         flavor_name = _FLAVORS.get(str(flavor).strip().lower())
         if flavor_name is None:
             raise InterfaceError(f"flavor must be 'mysql' or 'mariadb', not {flavor!r}")
+    deadlines = Deadlines(
+        replica_read=replica_read_timeout,
+        read=options.pop("read_timeout", DEFAULT_READ_TIMEOUT),
+        write=options.pop("write_timeout", DEFAULT_WRITE_TIMEOUT),
+    )
     policy = PolicyConfig(
         level=Level.parse(level),
         wait_timeout=wait_timeout,
@@ -368,6 +410,8 @@ def build_config(
         options=options,
         replica_connect_timeout=replica_connect_timeout,
         read_only_functions=read_only_function_names(read_only_functions),
+        deadlines=deadlines,
+        monitor_interval=parse_deadline("monitor_interval", monitor_interval),
     )
 
 

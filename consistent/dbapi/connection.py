@@ -19,6 +19,16 @@ and :meth:`Connection.connect`, ``ping(reconnect=True)`` (a fresh session on the
 keeping the token), ``affected_rows()``, ``encoders``, ``set_character_set()`` (which follows
 the session onto replicas, PyMySQL's encoding included), ``kill()``.
 
+Deadlines: every server connection has a read and a write deadline (see
+:mod:`consistent.dbapi.links`); a server silent past one counts as a lost connection, so a read
+outside a transaction whose replica froze goes elsewhere once (as ``on_timeout`` says), and a
+statement on the primary fails with 2013 and is never re-sent.  The wait statement's own read
+deadline is its timeout plus :data:`~consistent.policy.deadlines.WAIT_SOCKET_MARGIN`.
+
+Monitoring: a connection with replicas registers with the process's background monitors
+(:mod:`consistent.dbapi.monitor`), which keep the replica knowledge current (health, executed
+state, lag), and unregisters when it closes.
+
 Telemetry: every routed statement (cursor statements, ``commit()``, ``rollback()``,
 ``begin()``) is one span of the session's :class:`~consistent.telemetry.StatementTracer`.  The
 span gets every decision the policy gives, each wait with its outcome and duration, and the
@@ -46,6 +56,7 @@ from consistent.dbapi._pymysql import TrackingConnection
 from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.cursor import Cursor, SSCursor, cursor_class
 from consistent.dbapi.links import ServerLink
+from consistent.dbapi.monitor import process_monitors
 from consistent.dbapi.pending import PendingGtids, parse_tracked
 from consistent.gtid import GtidState
 from consistent.policy import (
@@ -62,6 +73,8 @@ from consistent.policy import (
     process_acknowledged,
     process_knowledge,
 )
+from consistent.policy.deadlines import wait_deadline
+from consistent.protocol.constants import ClientErrno
 from consistent.telemetry import (
     NOOP_SPAN,
     NOOP_TRACER,
@@ -77,14 +90,11 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Extra seconds the socket waits for a wait statement's answer beyond its own timeout.
-WAIT_SOCKET_MARGIN: Final = 1.0
-
 _BEGIN: Final = classify("BEGIN")
 _BEGIN_READ_ONLY: Final = classify("START TRANSACTION READ ONLY")
 _COMMIT: Final = classify("COMMIT")
 _ROLLBACK: Final = classify("ROLLBACK")
-_PRIMARY_LOST: Final = 2013  # CR_SERVER_LOST
+_PRIMARY_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
 #: What a connection opened with ``defer_connect=True`` says until ``connect()``; raised as
 #: ``InterfaceError(0, …)``, as PyMySQL raises ``InterfaceError(0, '')`` on an unopened one.
 _NOT_CONNECTED: Final = "not connected yet (defer_connect=True): call connect() first"
@@ -243,6 +253,16 @@ class Connection:
             raise _pymysql.translate_error(exc, prefix="cannot turn GTID tracking on: ") from exc
         self._lost = None
         self._refresh_direct()
+        interval = config.monitor_interval
+        if config.replicas and interval is not None:
+            process_monitors().attach(
+                self,
+                self._policy.knowledge,
+                self._flavor,
+                (config.primary.name, self._primary.options),
+                [(name, link.options) for name, link in self._replicas.items()],
+                interval=interval,
+            )
 
     def _reopen(self) -> None:
         """A fresh session on the same servers, as PyMySQL's reconnect gives: the session
@@ -456,6 +476,8 @@ class Connection:
             raise errors.Error("Already closed")
         self._closed = True
         self._direct = None
+        if self._replicas:
+            process_monitors().detach(self)
         for link in (self._primary, *self._replicas.values()):
             link.close()
 
@@ -868,7 +890,7 @@ class Connection:
             value = _pymysql.query_value(
                 raw,
                 self._flavor.wait_statement(wait_set, timeout),
-                timeout=timeout + WAIT_SOCKET_MARGIN,
+                timeout=wait_deadline(timeout),
             )
         except Exception as exc:
             if _pymysql.is_disconnect(exc):

@@ -3,6 +3,14 @@
 A :class:`ServerLink` owns the PyMySQL connection to one server: it opens it (replicas with a
 short retry and backoff through tenacity), turns the GTID tracker on, remembers which session
 state it has replayed, and drops the connection when it fails so the next use reconnects.
+
+Deadlines: opening a connection, the server's greeting and the login included, is bounded by
+``connect_timeout`` (PyMySQL bounds only the TCP connect with it, and the rest with the read
+timeout); a replica is tried again only when the first attempt failed faster than that, so a
+server that accepts connections and never answers costs one ``connect_timeout``.  Once open,
+the connection has its read and write deadlines (PyMySQL's ``read_timeout`` and
+``write_timeout``): a server silent past one makes PyMySQL raise error 2013 and close the
+socket, which the caller reports to the policy as a lost connection.
 """
 
 from __future__ import annotations
@@ -13,7 +21,13 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL
@@ -27,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 #: Attempts to open a replica connection before the read goes elsewhere.
 REPLICA_CONNECT_ATTEMPTS: Final = 2
+# PyMySQL's own default connect_timeout.
+_PYMYSQL_CONNECT_TIMEOUT: Final = 10.0
 
 
 class ServerLink:
@@ -67,10 +83,24 @@ class ServerLink:
         """The open PyMySQL connection, if any."""
         return self._conn
 
+    @property
+    def options(self) -> dict[str, Any]:
+        """The PyMySQL keywords that reach this server (a copy: a background monitor's
+        connection takes what it needs of them)."""
+        return dict(self._options)
+
+    @property
+    def connect_timeout(self) -> float:
+        """Seconds opening the connection may take (PyMySQL's default when not set)."""
+        value = self._options.get("connect_timeout")
+        return float(value) if value is not None else _PYMYSQL_CONNECT_TIMEOUT
+
     def _open_once(self) -> TrackingConnection:
-        return TrackingConnection(
-            observer=functools.partial(self._observer, self.name), **self._options
-        )
+        options = dict(self._options)
+        options["read_timeout"] = self.connect_timeout  # the greeting and the login
+        conn = TrackingConnection(observer=functools.partial(self._observer, self.name), **options)
+        _pymysql.set_read_timeout(conn, self._options.get("read_timeout"))
+        return conn
 
     def connection(self, flavor: FlavorSQL | None) -> TrackingConnection:
         """The open connection, connecting first if needed (``flavor`` sets its tracker)."""
@@ -80,7 +110,8 @@ class ServerLink:
         self.drop()
         if self.replica:
             retrying = Retrying(
-                stop=stop_after_attempt(REPLICA_CONNECT_ATTEMPTS),
+                stop=stop_after_attempt(REPLICA_CONNECT_ATTEMPTS)
+                | stop_after_delay(self.connect_timeout),
                 wait=wait_exponential(multiplier=0.05, max=0.5),
                 retry=retry_if_exception(_pymysql.is_disconnect),
                 reraise=True,

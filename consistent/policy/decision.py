@@ -82,9 +82,12 @@ class Reason(StrEnum):
     KNOWN_COVERED = "known_covered"
     #: Waiting first (action ``WAIT``/``FETCH_PRIMARY_STATE``), or waited and caught up.
     WAITED = "waited"
-    #: No replica caught up in time; the primary serves the read.
+    #: No replica caught up in time; the primary serves the read (``detail``: ``lag`` when
+    #: every usable replica lags more than ``wait_timeout``, so nothing was waited for;
+    #: ``replica_failed`` when the read's replica failed during it; ``wait_error``…).
     TIMEOUT_FALLBACK = "timeout_fallback"
-    #: No replica caught up in time and ``on_timeout="error"``.
+    #: No replica caught up in time and ``on_timeout="error"`` (``detail``: ``lag`` when no
+    #: wait was tried because every usable replica lags more than ``wait_timeout``).
     TIMEOUT_ERROR = "timeout_error"
     #: Every replica is cooling down after failures (or lags beyond ``max_lag``).
     NO_HEALTHY_REPLICA = "no_healthy_replica"
@@ -154,6 +157,9 @@ class Decision:
     error: Error | None = None
     #: For a read at ``read_all_writes``: where ``required`` came from.
     sources: RequiredSources | None = None
+    #: True when the statement is being sent again because its replica failed during the
+    #: read (lost, or silent past its deadline): it is not sent a third time.
+    retry: bool = False
 
     @property
     def is_primary(self) -> bool:

@@ -5,10 +5,31 @@ replaced: a successful wait proves the replica has the waited set, ALL_GTIDS tra
 connection and the background monitor report its whole executed state.  Sessions use that to skip
 waits (DESIGN step 3) and to pick the replica most likely caught up (step 4).
 
-Health: a replica whose connection failed is left alone for a cool-down that doubles with each
-consecutive failure (capped); after it the replica is tried again, and one success clears the
-record.  A failure also forgets the replica's executed state, because a reconnect may reach a
-rebuilt server whose state went backwards.
+Health: a replica whose connection failed (or missed a deadline) is left alone for a cool-down
+that doubles with each consecutive failure (capped); one success clears the record.  Where a
+background monitor watches the replica, it finds out when the replica is back: each failed poll
+extends the cool-down and the first poll that succeeds after the failure clears it, so user
+reads are never spent on probing, and a recovered replica serves again one interval after it
+answers.  Without a monitor the replica is tried again once the cool-down ends.  A failure also
+forgets the replica's executed state, because a reconnect may reach a rebuilt server whose state
+went backwards.
+
+Lag: the monitor of the primary records the primary's executed state as it grows
+(:meth:`ReplicaKnowledge.record_primary_state`), a short history of when each state was first
+seen, one per primary.  Each poll of a replica (:meth:`ReplicaKnowledge.record_poll`) is
+compared with its primary's:
+
+* *behind*: the replica lacks a state the primary had at time ``t``, so it is at least
+  ``now - t`` behind (0 when it has the newest state seen);
+* *apply delay*: the newest primary state the replica reached since its previous poll was first
+  seen at ``t``; the replica lacked it at its previous poll, so it took at least
+  ``previous poll - t`` to apply it.  Without new transactions the last delay is kept: it is
+  what the next write will take (a delayed replica stays delayed while the primary is idle).
+
+The estimate is the larger of the two, refreshed every poll.  A wait that timed out raises it to
+at least the wait's timeout until the monitor sees the replica apply something newer.  The
+policy does not wait on a replica whose estimate reaches ``wait_timeout``: the wait would time
+out (DESIGN step 4).  All of it is lower bounds, so a replica that could serve is rarely skipped.
 """
 
 from __future__ import annotations
@@ -21,9 +42,13 @@ from dataclasses import dataclass, replace
 
 from consistent.gtid import GtidState
 from consistent.policy._fast import frozen_factory
-from consistent.policy.states import merge
+from consistent.policy.states import covers, merge
 
 __all__ = ["ReplicaKnowledge", "ReplicaView", "process_knowledge"]
+
+#: Primary states kept to estimate lag (one per monitor poll that saw the primary move: at
+#: 200 ms polls under constant writes, the last 3 minutes and a half).
+HISTORY_LIMIT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +75,8 @@ class ReplicaView:
     #: Order of the last pick among all picks of the process (0: never picked); the least
     #: recently picked of equally good replicas goes next, so they share the load.
     last_pick: int = 0
+    #: Clock reading when the last successful monitor poll started.
+    polled_at: float | None = None
 
     def healthy(self, now: float) -> bool:
         """True unless the replica is inside its cool-down."""
@@ -100,6 +127,8 @@ class ReplicaKnowledge:
         self._pick_seq = 0
         self._lock = threading.Lock()
         self._views: dict[str, ReplicaView] = {}
+        # Per primary (by name): (clock reading, state) each time a poll saw its state grow.
+        self._histories: dict[str, list[tuple[float, GtidState]]] = {}
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -167,6 +196,82 @@ class ReplicaKnowledge:
             else:
                 self._update(name, lag=lag, lag_at=now)
 
+    def record_primary_state(self, primary: str, state: GtidState) -> None:
+        """The whole executed state of the primary named ``primary`` (its address), as a
+        monitor poll just read it.  A process may watch several primaries: each has its own
+        history."""
+        with self._lock:
+            history = self._histories.setdefault(primary, [])
+            if history:
+                last = history[-1][1]
+                if state == last:
+                    return
+                if type(state) is not type(last) or not covers(state, last):
+                    history.clear()  # the primary went backwards: a rebuilt server
+            history.append((self._clock(), state))
+            if len(history) > HISTORY_LIMIT:
+                del history[: len(history) - HISTORY_LIMIT]
+
+    @staticmethod
+    def _first_lacking(history: list[tuple[float, GtidState]], state: GtidState) -> int:
+        """Index of the oldest primary state ``state`` does not cover (the length of the
+        history when it covers them all).  The states only grow, so coverage is a prefix."""
+        low, high = 0, len(history)
+        while low < high:
+            middle = (low + high) // 2
+            if covers(state, history[middle][1]):
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def _estimate_lag(
+        self, primary: str | None, view: ReplicaView, state: GtidState, started: float
+    ) -> float | None:
+        """The lag of a replica of ``primary`` polled at ``started`` with ``state``, from the
+        primary's history (see the module docstring); ``None`` when there is no history of
+        that primary, in that flavour, to compare with."""
+        history = self._histories.get(primary) if primary is not None else None
+        if not history or type(history[-1][1]) is not type(state):
+            return None
+        lacking = self._first_lacking(history, state)
+        behind = started - history[lacking][0] if lacking < len(history) else 0.0
+        known = view.executed
+        same = known is not None and type(known) is type(state)
+        before = self._first_lacking(history, known) if known is not None and same else lacking
+        if lacking > before:
+            newest = history[lacking - 1][0]
+            previous = view.polled_at if view.polled_at is not None else started
+            applied = previous - newest
+        else:
+            applied = view.lag if view.lag is not None else 0.0
+        return max(0.0, behind, applied)
+
+    def record_poll(
+        self, name: str, state: GtidState, *, started: float, primary: str | None = None
+    ) -> None:
+        """The background monitor read ``name``'s executed state ``state`` in a poll that
+        started at clock reading ``started``: the replica answers (a failure recorded before
+        the poll started is cleared), has executed ``state``, and lags what the history of its
+        primary (named ``primary``) says."""
+        with self._lock:
+            current = self._views.get(name) or ReplicaView(name)
+            now = self._clock()
+            changes: dict[str, object] = {
+                "executed": merge(current.executed, state),
+                "executed_at": now,
+                "polled_at": started,
+            }
+            lag = self._estimate_lag(primary, current, state, started)
+            if lag is not None:
+                changes["lag"] = lag
+                changes["lag_at"] = now
+            failed_at = current.failed_at
+            if failed_at is None or started >= failed_at:
+                changes["failures"] = 0
+                changes["unhealthy_until"] = None
+            self._update(name, **changes)
+
     def record_lag(self, name: str, seconds: float) -> None:
         """A measured lag (monitor poll); replaces the estimate."""
         with self._lock:
@@ -188,15 +293,21 @@ class ReplicaKnowledge:
                 unhealthy_until=now + pause,
             )
 
-    def record_success(self, name: str) -> None:
-        """The replica answered: clear its failure record."""
+    def record_success(self, name: str, *, since: float | None = None) -> None:
+        """The replica answered: clear its failure record.  ``since`` is when the request that
+        got the answer was sent: an answer to a request older than the last failure proves
+        nothing about the replica now, and clears nothing."""
         current = self._views.get(name)  # a racy read is fine: it only skips the lock
         if current is None or not (current.failures or current.unhealthy_until is not None):
             return
         with self._lock:
             current = self._views.get(name)
-            if current is not None and (current.failures or current.unhealthy_until is not None):
-                self._update(name, failures=0, unhealthy_until=None)
+            if current is None or not (current.failures or current.unhealthy_until is not None):
+                return
+            failed_at = current.failed_at
+            if since is not None and failed_at is not None and since < failed_at:
+                return
+            self._update(name, failures=0, unhealthy_until=None)
 
     def record_pick(self, name: str) -> None:
         """A statement was routed to ``name``.  (Every read comes here, so the new view is
@@ -215,6 +326,7 @@ class ReplicaKnowledge:
                 v.unhealthy_until,
                 v.picks + 1,
                 self._pick_seq,
+                v.polled_at,
             )
 
     def forget(self, name: str) -> None:

@@ -41,7 +41,14 @@ Where a statement goes (first rule that applies)
 8. Pinned session (temporary table, user variable, ``LOCK TABLES``…): the primary.
 9. A read: a replica chosen by :func:`~consistent.policy.selection.rank_replicas`, with no
    wait when it is known to cover the required set, else after waiting for what it lacks; on
-   timeout ``on_timeout`` decides; no usable replica: the primary.
+   timeout ``on_timeout`` decides; no usable replica: the primary.  A replica whose lag
+   estimate reaches ``wait_timeout`` is not waited on (the wait would time out): the next one
+   is, and when none is left ``on_timeout`` decides at once (detail ``lag``).
+
+Failures: a replica that cannot be reached during a wait is marked unhealthy and the next
+replica is tried.  A replica that fails during a read outside a transaction (lost, or silent
+past its deadline) is marked unhealthy and the read is sent once more, as ``on_timeout`` says
+(:meth:`SessionPolicy.on_error`); inside a transaction, or on the primary, the error stands.
 
 How each level gets its required set
 ------------------------------------
@@ -88,7 +95,7 @@ from consistent.policy.decision import (
     WaitOutcome,
     new_decision,
 )
-from consistent.policy.knowledge import ReplicaKnowledge
+from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView
 from consistent.policy.replay import SCHEMA_KEY, SessionStateLog, quote_schema
 from consistent.policy.selection import best_replica
 from consistent.policy.states import (
@@ -117,6 +124,9 @@ _SQLSTATE_READ_ONLY_TRANSACTION = "25006"
 _AUTOCOMMIT_PIN = "autocommit_off"
 # Session state a replica refused to replay.
 _SESSION_STATE_PIN = "session_state"
+# Details of a fallback: the read's replica failed during it; every replica lags too much.
+_REPLICA_FAILED = "replica_failed"
+_LAGGING = "lag"
 
 _K = StatementKind
 _ENDS_TRANSACTION = frozenset({_K.COMMIT, _K.ROLLBACK})
@@ -180,6 +190,7 @@ class _Seed(NamedTuple):
     tried: tuple[str, ...] = ()
     wait_set: GtidState | None = None
     sources: RequiredSources | None = None
+    retry: bool = False
 
 
 _SeedLike = _Seed | Decision
@@ -501,6 +512,7 @@ class SessionPolicy:
                 (),
                 None,
                 None,
+                False,
             )
             self._last_primary = last
             return last
@@ -635,11 +647,17 @@ class SessionPolicy:
     def on_error(
         self, decision: Decision, *, connection_lost: bool, sent: bool = True
     ) -> Decision | None:
-        """The statement ``decision`` sent failed.  Returns a decision to retry with (a read
-        outside a transaction whose replica died), or ``None``: raise the error.  A statement
-        sent to the primary is never retried; with ``retry_reads`` off, neither is a read that
-        was ``sent`` (one that failed before leaving, e.g. on connecting, still goes
-        elsewhere)."""
+        """The statement ``decision`` sent failed; ``connection_lost`` when the connection
+        broke or the server missed its deadline (the driver then drops the connection).
+        Returns a decision to retry with, or ``None``: raise the error.
+
+        Only a read outside a transaction whose replica failed is retried, and only once: the
+        replica is marked unhealthy and the read goes where ``on_timeout`` sends a read whose
+        replica did not catch up (the primary; the next replica, else the primary; ``error``:
+        another replica, never the primary).  Inside a transaction the transaction is gone
+        with its connection.  A statement sent to the primary is never retried: it may have
+        written.  With ``retry_reads`` off, neither is a read that was ``sent`` (one that failed
+        before leaving, e.g. on connecting, still goes elsewhere)."""
         stmt = decision.statement
         target = decision.target
         self._last_target = target
@@ -660,12 +678,21 @@ class SessionPolicy:
         retryable = stmt.replica_safe or (
             _hint_target(stmt) is RouteTarget.REPLICA and _replica_hint_allowed(stmt)
         )
-        if decision.action is not Action.EXECUTE or not retryable:
+        if decision.action is not Action.EXECUTE or not retryable or decision.retry:
             return None
         if sent and not self._config.retry_reads:
             return None
         logger.debug("replica %s failed; retrying the read elsewhere", target)
-        return self._route_read(replace(decision, tried=(*decision.tried, target)), fetched=True)
+        seed = replace(decision, tried=(*decision.tried, target), retry=True)
+        on_timeout = self._config.on_timeout
+        if on_timeout is OnTimeout.PRIMARY:
+            return self._to_primary(seed, Reason.TIMEOUT_FALLBACK, _REPLICA_FAILED)
+        retry = self._route_read(
+            seed, fetched=True, fallback=Reason.TIMEOUT_FALLBACK, detail=_REPLICA_FAILED
+        )
+        if on_timeout is OnTimeout.ERROR and retry.is_primary:
+            return None
+        return retry
 
     def on_replay_failed(self, decision: Decision) -> Decision:
         """The session's state could not be replayed on ``decision.target`` (a setting the
@@ -756,6 +783,7 @@ class SessionPolicy:
             prelude,
             error,
             seed.sources,
+            seed.retry,
         )
 
     def _to_primary(self, seed: _SeedLike, reason: Reason, detail: str | None = None) -> Decision:
@@ -793,6 +821,7 @@ class SessionPolicy:
             prelude,
             None,
             seed.sources,
+            seed.retry,
         )
 
     def _route_begin(self, seed: _SeedLike) -> Decision:
@@ -853,11 +882,17 @@ class SessionPolicy:
         )
 
     def _route_read(
-        self, seed: _SeedLike, *, fetched: bool, fallback: Reason | None = None
+        self,
+        seed: _SeedLike,
+        *,
+        fetched: bool,
+        fallback: Reason | None = None,
+        detail: str | None = None,
     ) -> Decision:
         """Route a statement that may go to a replica, skipping ``seed.tried``.  ``fetched``
-        is true once the primary's state was fetched for it; ``fallback`` is the reason given
-        to the primary when no replica is left (default: no healthy replica)."""
+        is true once the primary's state was fetched for it; ``fallback`` (with ``detail``) is
+        the reason given to the primary when no replica is left (default: no healthy
+        replica)."""
         if not self._replicas:
             return self._to_primary(seed, Reason.NO_REPLICAS)
         level = seed.level
@@ -876,7 +911,7 @@ class SessionPolicy:
         )
         if found is None:
             if fallback is not None:
-                return self._to_primary(seed, fallback)
+                return self._to_primary(seed, fallback, detail)
             return self._to_primary(
                 seed, Reason.NO_HEALTHY_REPLICA, "max_lag" if max_lag is not None else None
             )
@@ -890,6 +925,14 @@ class SessionPolicy:
             return self._on_replica(seed, best.name, Reason.NOTHING_REQUIRED, best.executed)
         if covered:
             return self._on_replica(seed, best.name, Reason.KNOWN_COVERED, best.executed)
+        timeout = self._config.wait_timeout
+        knowledge = self._knowledge
+        lag = best.current_lag(knowledge.now(), knowledge.ttl)
+        if lag is not None and lag >= timeout:
+            other = self._least_lagging(seed, required, best.name, timeout)
+            if other is None:
+                return self._lagging_fallback(seed)
+            best = other
         lacking = missing(required, best.executed)
         return self._step(
             seed,
@@ -898,7 +941,7 @@ class SessionPolicy:
             Reason.WAITED,
             known=best.executed,
             wait_set=lacking,
-            wait_timeout=self._config.wait_timeout,
+            wait_timeout=timeout,
         )
 
     def _with_acknowledged(self, seed: _SeedLike) -> _SeedLike:
@@ -912,7 +955,40 @@ class SessionPolicy:
         sources = _new_sources(own if own else None, self._seen, acknowledged)
         if isinstance(seed, Decision):
             return replace(seed, sources=sources)
-        return _Seed(seed.statement, seed.level, seed.sql, seed.tried, seed.wait_set, sources)
+        return _Seed(
+            seed.statement, seed.level, seed.sql, seed.tried, seed.wait_set, sources, seed.retry
+        )
+
+    def _least_lagging(
+        self, seed: _SeedLike, required: GtidState, lagging: str, timeout: float
+    ) -> ReplicaView | None:
+        """The best usable replica, other than ``lagging``, whose wait is not expected to
+        time out (its lag estimate is below ``timeout``); ``None`` when there is none.  Rare:
+        only when the best replica lags, so the candidates are ranked again as needed."""
+        knowledge = self._knowledge
+        skipped = [*seed.tried, lagging]
+        while True:
+            found = best_replica(knowledge, self._replicas, required=required, exclude=skipped)
+            if found is None:
+                return None
+            view = found[0]
+            lag = view.current_lag(knowledge.now(), knowledge.ttl)
+            if lag is None or lag < timeout:
+                return view
+            skipped.append(view.name)
+
+    def _lagging_fallback(self, seed: _SeedLike) -> Decision:
+        """Every usable replica lags more than ``wait_timeout``: the waits would time out, so
+        none is tried and ``on_timeout`` decides at once."""
+        if self._config.on_timeout is OnTimeout.ERROR:
+            error = ConsistencyTimeout(
+                f"every replica lags more than wait_timeout ({self._config.wait_timeout:g}s) "
+                "and on_timeout is 'error'"
+            )
+            return self._step(
+                seed, Action.FAIL, PRIMARY, Reason.TIMEOUT_ERROR, _LAGGING, error=error
+            )
+        return self._to_primary(seed, Reason.TIMEOUT_FALLBACK, _LAGGING)
 
     @staticmethod
     def _expect(decision: Decision, action: Action) -> None:

@@ -16,6 +16,7 @@ __all__ = [
     "CachingSha2",
     "Capability",
     "Charset",
+    "ClientErrno",
     "ColumnFlag",
     "ColumnType",
     "Command",
@@ -92,6 +93,19 @@ class MariaDbCapability(IntFlag):
     STMT_BULK_OPERATIONS = 1 << 2
     EXTENDED_METADATA = 1 << 3
     CACHE_METADATA = 1 << 4
+
+
+class ClientErrno(IntEnum):
+    """Client-side error numbers (libmysqlclient's ``CR_*``) that a connector reports for a
+    connection problem, and a proxy sends in an ERR packet in its place.  Pools and SQLAlchemy
+    take them for disconnects.
+
+    https://dev.mysql.com/doc/mysql-errors/8.4/en/client-error-reference.html
+    """
+
+    CR_CONN_HOST_ERROR = 2003
+    CR_SERVER_GONE_ERROR = 2006
+    CR_SERVER_LOST = 2013
 
 
 class ServerStatus(IntFlag):

@@ -28,7 +28,15 @@ __all__ = [
 
 # Our query options and how their text becomes a value for ``consistent.dbapi.connect``.
 _TEXT: Final = frozenset({"level", "on_timeout", "flavor"})
-_NUMBERS: Final = frozenset({"wait_timeout", "max_lag", "replica_connect_timeout"})
+_NUMBERS: Final = frozenset(
+    {
+        "wait_timeout",
+        "max_lag",
+        "replica_connect_timeout",
+        "replica_read_timeout",
+        "monitor_interval",
+    }
+)
 _BOOLEANS: Final = frozenset({"autocommit", "retry_reads"})
 _REPLICAS: Final = frozenset({"replica", "replicas"})
 # Comma-separated lists that may also be repeated.

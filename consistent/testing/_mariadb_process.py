@@ -351,6 +351,17 @@ class ServerProcess:
         if self._process is not None and self._process.poll() is None:
             _signal(self._process, signal.SIGTERM)
 
+    def freeze(self) -> None:
+        """SIGSTOP: the server answers nothing until :meth:`thaw` (the kernel still accepts
+        TCP connections for it, and buffers what is sent to it)."""
+        if self._process is not None and self._process.poll() is None:
+            _signal(self._process, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: undo :meth:`freeze` (harmless on a server that is not frozen)."""
+        if self._process is not None and self._process.poll() is None:
+            _signal(self._process, signal.SIGCONT)
+
     def kill(self) -> None:
         """SIGKILL and reap: a crash, from the server's point of view."""
         process = self._process

@@ -7,7 +7,10 @@ for every server, and all servers start side by side, which keeps startup near o
 
 Lag is controlled per replica with one call each: :meth:`MariaDBTopology.delay` (a real
 ``MASTER_DELAY``), :meth:`~MariaDBTopology.pause` / :meth:`~MariaDBTopology.resume` (the SQL
-thread), :meth:`~MariaDBTopology.kill` / :meth:`~MariaDBTopology.restart`.
+thread), :meth:`~MariaDBTopology.kill` / :meth:`~MariaDBTopology.restart`; any server, the
+primary included, can be frozen (SIGSTOP) and thawed with :meth:`~MariaDBTopology.freeze` /
+:meth:`~MariaDBTopology.thaw`.  :meth:`~MariaDBTopology.reset_lag` and
+:meth:`~MariaDBTopology.close` thaw every frozen server first.
 
 Nothing outlives the topology: :meth:`MariaDBTopology.close` stops every process it started by
 pid and removes the directories; it is also registered with :mod:`atexit`, SIGTERM/SIGHUP are
@@ -242,6 +245,8 @@ class MariaDBTopology:
         self.startup_seconds = 0.0
         self._closed = False
         self._signals = signal_guard or _SignalGuard()
+        # Names of the servers stopped by freeze() and not thawed since.
+        self._frozen: set[str] = set()
 
     # --- description and connections ------------------------------------------------------
 
@@ -378,6 +383,26 @@ class MariaDBTopology:
         """SIGKILL the replica's server: it crashes and stops answering."""
         self.replica(ref).process.kill()
 
+    def freeze(self, ref: ReplicaRef | None = None) -> None:
+        """SIGSTOP a replica (by index or server), or the primary when ``ref`` is ``None``:
+        it accepts TCP connections (the kernel does) and answers nothing until :meth:`thaw`."""
+        server = self.primary if ref is None else self.replica(ref)
+        self._frozen.add(server.name)
+        server.process.freeze()
+
+    def thaw(self, ref: ReplicaRef | None = None) -> None:
+        """SIGCONT a server stopped by :meth:`freeze` (the primary when ``ref`` is ``None``)."""
+        server = self.primary if ref is None else self.replica(ref)
+        server.process.thaw()
+        self._frozen.discard(server.name)
+
+    def thaw_all(self) -> None:
+        """:meth:`thaw` every frozen server."""
+        for server in self.servers:
+            if server.name in self._frozen:
+                server.process.thaw()
+        self._frozen.clear()
+
     def restart(self, ref: ReplicaRef) -> None:
         """Start the replica again (after a clean stop if it still runs) on the same port,
         and wait until it replicates; its position and delay survive the restart."""
@@ -388,8 +413,10 @@ class MariaDBTopology:
         self.wait_replicating(replica)
 
     def reset_lag(self) -> None:
-        """Undo every lag control on every replica: restart killed ones, remove delays, start
-        stopped threads.  Cheap when nothing was changed (one status query per replica)."""
+        """Undo every lag control on every replica: thaw frozen servers, restart killed ones,
+        remove delays, start stopped threads.  Cheap when nothing was changed (one status
+        query per replica)."""
+        self.thaw_all()
         for replica in self.replicas:
             if not replica.alive:
                 self.restart(replica)
@@ -422,6 +449,8 @@ class MariaDBTopology:
         self._closed = True
         atexit.unregister(self.close)
         try:
+            for server in self.servers:
+                server.process.thaw()  # a stopped process would not act on SIGTERM
             for server in self.servers:
                 server.process.send_terminate()
             for server in self.servers:

@@ -11,6 +11,8 @@ Register with ``pytest_plugins = ["consistent.testing.pytest_plugin"]``.
   test sees another's replica state.
 * ``emulator_topology`` (session): the emulator's own primary and two replicas
   (:func:`consistent.emulator.start_topology`), in a background thread, for the whole run.
+* ``black_hole`` (function): a loopback listener that accepts connections and never answers
+  (:class:`consistent.testing.blackhole.BlackHole`), closed after the test.
 
 Tests that use the topology get the ``mariadb`` marker automatically, so ``-m "not mariadb"``
 deselects them even when a test forgot the marker.
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from consistent.testing.blackhole import BlackHole
 from consistent.testing.mariadb import (
     ConnectionParams,
     MariaDBBinaries,
@@ -39,7 +42,13 @@ from consistent.testing.mariadb import (
 if TYPE_CHECKING:
     from consistent.emulator.replication.threaded import TopologyThread
 
-__all__ = ["CleanDatabase", "emulator_topology", "mariadb_database", "mariadb_topology"]
+__all__ = [
+    "CleanDatabase",
+    "black_hole",
+    "emulator_topology",
+    "mariadb_database",
+    "mariadb_topology",
+]
 
 _TOPOLOGY_FIXTURES = frozenset({"mariadb_topology", "mariadb_database"})
 _SUMMARY_KEY = pytest.StashKey[str]()
@@ -114,6 +123,13 @@ def emulator_topology() -> Iterator[TopologyThread]:
         yield topology
     finally:
         topology.close()
+
+
+@pytest.fixture
+def black_hole() -> Iterator[BlackHole]:
+    """A server that accepts TCP connections on 127.0.0.1 and never sends a byte."""
+    with BlackHole() as hole:
+        yield hole
 
 
 @pytest.fixture(autouse=True)

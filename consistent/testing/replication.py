@@ -58,6 +58,12 @@ class Replication:
     kill: Callable[[int], None]
     restart: Callable[[int], None]
     catch_up: Callable[[], None]
+    #: Delay a replica's applier by whole seconds (``MASTER_DELAY`` / ``SOURCE_DELAY``).
+    delay: Callable[[int, int], None] | None = None
+    #: Stop a replica's process (SIGSTOP; the primary's for ``None``) and continue it; real
+    #: servers only (``None`` on the emulator, which runs in this process).
+    freeze: Callable[[int | None], None] | None = None
+    thaw: Callable[[int | None], None] | None = None
 
     @property
     def primary(self) -> str:
@@ -164,6 +170,9 @@ def _replication(kind: type[R], name: str, topology: Any, params: Any) -> R:
         kill=topology.kill,
         restart=topology.restart,
         catch_up=topology.wait_for_all,
+        delay=topology.delay,
+        freeze=getattr(topology, "freeze", None),
+        thaw=getattr(topology, "thaw", None),
     )
 
 

@@ -132,3 +132,23 @@ def test_limits_on_logins_in_progress() -> None:
         for bad in (0, -1, 1.5, True):
             with pytest.raises(ConfigError, match=key):
                 parse(minimal(**{key: bad}))
+
+
+def test_backend_deadlines_have_defaults_and_can_be_set_or_turned_off() -> None:
+    defaults = parse(minimal()).backends.deadlines
+    assert (defaults.replica_read, defaults.read, defaults.write) == (5.0, 30.0, 30.0)
+    backends = dict(minimal()["backends"])
+    backends.update(replica_read_timeout=0.5, read_timeout=0, write_timeout=12)
+    deadlines = parse(minimal(backends=backends)).backends.deadlines
+    assert (deadlines.replica_read, deadlines.read, deadlines.write) == (0.5, None, 12.0)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("replica_read_timeout", -1), ("read_timeout", "30s"), ("write_timeout", True)],
+)
+def test_bad_backend_deadlines_are_refused_by_name(key: str, value: object) -> None:
+    backends = dict(minimal()["backends"])
+    backends[key] = value
+    with pytest.raises(ConfigError, match=f"backends.{key}"):
+        parse(minimal(backends=backends))

@@ -122,3 +122,14 @@ def test_the_dialect_builds_on_mysql_pymysql_with_our_dbapi() -> None:
     assert issubclass(ConsistentDialect, MySQLDialect_pymysql)
     assert ConsistentDialect.import_dbapi() is consistent.dbapi
     assert (ConsistentDialect.name, ConsistentDialect.driver) == ("mysql", "consistent")
+
+
+def test_deadline_and_monitor_options_in_the_url() -> None:
+    params = connect_params(
+        "mysql+consistent://app:pw@db1:3307/shop?replica=db2:3306&replica_read_timeout=0.5"
+        "&monitor_interval=0&read_timeout=20&write_timeout=15"
+    )
+    config = build_config(**normalize_connect_params(params))
+    deadlines = config.deadlines
+    assert (deadlines.replica_read, deadlines.read, deadlines.write) == (0.5, 20.0, 15.0)
+    assert config.monitor_interval is None

@@ -259,6 +259,31 @@ def _script(name: str = "x", path: str = "bench/x.py", timeout: float = 30.0) ->
     return suite.Script(name, path, (), timeout, suite.classify_rows, area="classification")
 
 
+def test_faults_rows_give_latencies_rates_and_recovery_per_form() -> None:
+    def latency(worst: float, p99: float) -> dict[str, float]:
+        return {"worst_ms": worst, "p99_ms": p99, "reads": 500.0}
+
+    form = {
+        "black_hole": {"without": latency(12, 4.5), "with": latency(2004, 4.0)},
+        "frozen": {"without": latency(50, 5.0), "with": latency(2003, 5.1)},
+        "frozen_reads": {"without": latency(30, 3.0), "with": latency(9000, 4.3)},
+        "stuck": {
+            "without": {"reads_per_s": 610.0, "slow_reads": 0},
+            "with": {"reads_per_s": 1100.0, "slow_reads": 0},
+        },
+        "restart": {"seconds_to_serve": 0.4, "monitor_interval": 0.2},
+    }
+    rows = suite.faults_rows({"bound_ms": 8000.0, "forms": {"proxy": form}})
+    assert [r.area for r in rows] == ["server faults through the proxy"] * 5
+    assert rows[0].result == "12 / 4.5 ms -> 2,004 / 4.0 ms"
+    assert rows[0].detail == "bound 8,000 ms (within); 500 reads"
+    assert rows[2].detail.startswith("bound 8,000 ms (EXCEEDED)")
+    assert rows[3].result == "610/s -> 1,100/s"
+    assert rows[4].result == "0.40 s"
+    with pytest.raises(suite.UnexpectedFigures):
+        suite.faults_rows({"bound_ms": 8000.0, "forms": {}})
+
+
 def test_a_failed_script_is_one_failed_row_with_its_reason_and_no_figure() -> None:
     outcome = suite.Outcome("x", "python bench/x.py", 1.0, error="exit 1: boom")
     section = suite.summarize(_script(), outcome)
@@ -364,6 +389,7 @@ def test_every_area_of_the_issue_has_a_script() -> None:
         "proxy_load",
         "proxy_bigpackets",
         "proxy_bulk",
+        "faults",
         "analytics",
     }
     for script in suite.SCRIPTS:

@@ -409,8 +409,8 @@ def test_a_wait_refused_by_the_replica_falls_back_to_the_primary() -> None:
     assert knowledge.healthy(trace.waits[0].target)
 
 
-def test_a_replica_lost_during_a_read_is_retried_elsewhere() -> None:
-    policy, knowledge, _ = make()
+def test_a_replica_lost_during_a_read_is_retried_once_as_on_timeout_says() -> None:
+    policy, knowledge, _ = make(on_timeout="next_replica")
     d = policy.route(classify("SELECT 1"), "SELECT 1")
     retry = policy.on_error(d, connection_lost=True)
     assert retry is not None
@@ -418,9 +418,13 @@ def test_a_replica_lost_during_a_read_is_retried_elsewhere() -> None:
     assert retry.target not in (d.target, PRIMARY)
     assert retry.tried == (d.target,)
     assert not knowledge.healthy(d.target)
-    last = policy.on_error(retry, connection_lost=True)
-    assert last is not None
-    assert (last.target, last.reason) == (PRIMARY, Reason.NO_HEALTHY_REPLICA)
+    assert policy.on_error(retry, connection_lost=True) is None
+    # By default the retry goes to the primary.
+    policy, knowledge, _ = make()
+    d = policy.route(classify("SELECT 1"), "SELECT 1")
+    retry = policy.on_error(d, connection_lost=True)
+    assert retry is not None
+    assert (retry.target, retry.reason_text) == (PRIMARY, "timeout_fallback(replica_failed)")
 
 
 def test_with_retry_reads_off_a_sent_read_is_not_retried() -> None:

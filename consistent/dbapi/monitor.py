@@ -1,0 +1,230 @@
+"""The wrapper's background monitors: one thread per server, shared by the whole process.
+
+A read must not be what finds out that a replica is back, or caught up: the monitor does
+(DESIGN "How a read gets to a replica", step 5).  Every ``monitor_interval`` seconds it reads
+one server's executed GTID state on a connection of its own and tells the replica knowledge
+(:class:`~consistent.policy.ReplicaKnowledge`): the primary's state grows its history, a
+replica's state, health and lag follow from a poll (``record_poll``); a replica that cannot be
+reached, or does not answer within the poll's deadline, is marked failed, and the monitor tries
+again every interval, so a recovered replica serves reads one interval after it answers.
+
+Why one per process, like the topology monitors of other drivers: what a poll learns is a fact
+about the server, kept in knowledge shared by the process's connections, so a pool of twenty
+connections to the same servers needs one poll per server per interval, not twenty.  A monitor
+is keyed by (knowledge, server, user), takes its interval and connection options from the
+connection that started it, and runs while one open connection uses it: a connection
+registers when it opens and unregisters when it closes; it is held by a weak reference, so one
+dropped without ``close()`` releases its monitors too.  The thread ends within one interval
+after its last user is gone.  Threads do not survive ``fork()``: the child starts with no
+monitor, and its first connections start their own.
+
+Cost: one connection and one ``SELECT`` per server per interval (0.2 s by default) for each
+process; ``monitor_interval=0`` turns monitoring off (replicas that failed are then tried again
+by reads once their cool-down ends).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any, Final
+
+from consistent.dbapi import _pymysql
+from consistent.dbapi._flavor import FlavorSQL
+from consistent.dbapi._pymysql import TrackingConnection
+from consistent.policy import ReplicaKnowledge
+from consistent.policy.deadlines import monitor_poll_timeout
+
+__all__ = ["MonitorRegistry", "ServerMonitor", "process_monitors"]
+
+logger = logging.getLogger(__name__)
+
+# Options a monitor connection does not take from the application's: it needs no schema (one
+# may be dropped while the monitor runs) and sets its own deadline.
+_NOT_FOR_MONITOR: Final = frozenset({"database", "db", "read_timeout", "init_command"})
+
+
+class ServerMonitor:
+    """Polls one server, named by its address, on a thread of its own (see the module
+    docstring).  ``primary`` is the address of the topology's primary (the server itself when
+    it is the primary); ``options`` are the PyMySQL keywords that reach the server."""
+
+    def __init__(
+        self,
+        address: str,
+        primary: str,
+        options: dict[str, Any],
+        knowledge: ReplicaKnowledge,
+        flavor: FlavorSQL,
+        *,
+        interval: float,
+        registry: MonitorRegistry,
+    ) -> None:
+        self.address = address
+        self.primary = primary
+        self.is_primary = address == primary
+        self.interval = interval
+        self._options = {k: v for k, v in options.items() if k not in _NOT_FOR_MONITOR}
+        self._options["read_timeout"] = monitor_poll_timeout(interval)
+        self._options["autocommit"] = True
+        self._knowledge = knowledge
+        self._flavor = flavor
+        self._registry = registry
+        self._statement = flavor.primary_executed if self.is_primary else flavor.replica_executed
+        self._conn: TrackingConnection | None = None
+        self._stop = threading.Event()
+        #: The connections this monitor serves (held weakly).
+        self.users: weakref.WeakSet[object] = weakref.WeakSet()
+        #: Polls that succeeded, and whether the last one did (``None`` before the first).
+        self.polls = 0
+        self.healthy: bool | None = None
+        self._thread = threading.Thread(
+            target=self._run, name=f"consistent-monitor-{address}", daemon=True
+        )
+
+    @property
+    def alive(self) -> bool:
+        """True while the thread runs."""
+        return self._thread.is_alive()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Make the thread look at its users now (the last one may be gone)."""
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            while not self._registry.retire_if_unused(self):
+                try:
+                    self.poll()
+                except Exception:  # a bug of ours must not end the monitoring
+                    logger.exception("monitor: polling %s failed", self.address)
+                if self._stop.wait(self.interval):
+                    self._stop.clear()
+        finally:
+            self._close()
+
+    def poll(self) -> None:
+        """One poll: read the server's executed state and tell the knowledge."""
+        knowledge = self._knowledge
+        started = knowledge.now()
+        try:
+            conn = self._conn
+            if conn is None or not conn.open:
+                conn = self._conn = TrackingConnection(observer=None, **self._options)
+            value = _pymysql.query_value(conn, self._statement)
+            state = self._flavor.parse_executed(value)
+        except Exception as exc:
+            self._close()
+            if self.healthy is not False:
+                logger.warning("monitor: %s is unreachable: %s", self.address, exc)
+            self.healthy = False
+            if not self.is_primary:
+                knowledge.record_failure(self.address)
+            return
+        if self.healthy is False:
+            logger.info("monitor: %s answers again", self.address)
+        self.healthy = True
+        self.polls += 1
+        if self.is_primary:
+            knowledge.record_primary_state(self.address, state)
+        else:
+            knowledge.record_poll(self.address, state, started=started, primary=self.primary)
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                _pymysql.force_close(conn)
+
+
+class MonitorRegistry:
+    """The monitors of a process, by (knowledge, server, user)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._monitors: dict[tuple[int, str, str], ServerMonitor] = {}
+
+    def attach(
+        self,
+        user: object,
+        knowledge: ReplicaKnowledge,
+        flavor: FlavorSQL,
+        primary: tuple[str, dict[str, Any]],
+        replicas: Sequence[tuple[str, dict[str, Any]]],
+        *,
+        interval: float,
+    ) -> None:
+        """Have the primary and the replicas (each an address and the PyMySQL options that
+        reach it) monitored while ``user`` lives or until :meth:`detach`; a monitor already
+        running for a server is shared."""
+        started: list[ServerMonitor] = []
+        primary_address = primary[0]
+        with self._lock:
+            for address, options in (primary, *replicas):
+                key = (id(knowledge), address, str(options.get("user", "")))
+                monitor = self._monitors.get(key)
+                if monitor is None:
+                    monitor = ServerMonitor(
+                        address,
+                        primary_address,
+                        options,
+                        knowledge,
+                        flavor,
+                        interval=interval,
+                        registry=self,
+                    )
+                    self._monitors[key] = monitor
+                    started.append(monitor)
+                monitor.users.add(user)
+        for monitor in started:
+            monitor.start()
+
+    def detach(self, user: object) -> None:
+        """``user`` no longer needs its monitors; those left without users stop."""
+        with self._lock:
+            monitors = list(self._monitors.values())
+        for monitor in monitors:
+            if user in monitor.users:
+                monitor.users.discard(user)
+                if not monitor.users:
+                    monitor.wake()
+
+    def retire_if_unused(self, monitor: ServerMonitor) -> bool:
+        """Called by a monitor's thread before each poll: True (and the monitor is forgotten)
+        when no connection uses it any more."""
+        with self._lock:
+            if monitor.users:
+                return False
+            for key, known in list(self._monitors.items()):
+                if known is monitor:
+                    del self._monitors[key]
+            return True
+
+    def monitors(self) -> list[ServerMonitor]:
+        """The running monitors (for tests and diagnostics)."""
+        with self._lock:
+            return list(self._monitors.values())
+
+    def reset(self) -> None:
+        """Forget every monitor (in a child after ``fork()``, where their threads are gone)."""
+        self._lock = threading.Lock()
+        self._monitors = {}
+
+
+@functools.cache
+def process_monitors() -> MonitorRegistry:
+    """The process's monitors (see the module docstring)."""
+    registry = MonitorRegistry()
+    os.register_at_fork(after_in_child=registry.reset)
+    return registry
