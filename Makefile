@@ -64,7 +64,7 @@ test-fast: venv native
 test-sqlalchemy: venv system-deps native
 	$(PY) tests/sqlalchemy_compliance/run.py
 
-# Every bench/ script: out/bench/results.json plus one table (about 10-15 min on 2 cores).
+# Every bench/ script: out/bench/results.json plus one table (about 15-20 min on 2 cores).
 # BENCH_ARGS=--full for the issues' full sizes; BENCH_ARGS="--only gtid classify" for a subset.
 BENCH_ARGS ?=
 bench: venv system-deps native
