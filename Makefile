@@ -80,7 +80,7 @@ test-sqlalchemy: venv system-deps native
 test-pymysql: venv system-deps native
 	$(PY) tests/pymysql_suite/run.py
 
-# Every bench/ script: out/bench/results.json plus one table (about 10-15 min on 2 cores).
+# Every bench/ script: out/bench/results.json plus one table (about 15-20 min on 2 cores).
 # BENCH_ARGS=--full for the issues' full sizes; BENCH_ARGS="--only gtid classify" for a subset.
 BENCH_ARGS ?=
 bench: venv system-deps native

@@ -20,7 +20,8 @@ without the fault:
     Reads per second, against the same replica undelayed, and how many reads took a full
     ``wait_timeout`` (after a 2 s warm-up in which the monitor learns the lag).
 (d) **a restarted replica**: a replica killed (SIGKILL) and restarted; the seconds from the
-    moment it replicates again to the first read it serves, against the monitor interval.
+    moment it replicates again and has caught up to the first read it serves, against the
+    monitor interval.
 
 ``--json PATH`` writes ``{"settings": {...}, "bound_ms", "forms": {"wrapper"|"proxy":
 {"black_hole"|"frozen"|"frozen_reads": {"without", "with"}, "stuck": {"without", "with"},
@@ -247,6 +248,7 @@ def restart(form: str, topo: MariaDBTopology) -> dict[str, Any]:
         topo.kill(0)
         outage = loop(s, 3.0)
         topo.restart(0)  # returns once it replicates again
+        topo.wait_for_catchup(0)  # and has every transaction the primary has
         back = time.monotonic()
         after = Run()
         while victim not in after.ports:

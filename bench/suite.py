@@ -14,7 +14,7 @@ absolute figure of the machine in the header.  A script that is missing, fails, 
 writes no usable JSON shows as ``failed: <reason>``, with no figure, and the suite then exits
 with status 1.
 
-The default parameters keep the whole suite to about 10 minutes on a 2-core machine shared
+The default parameters keep the whole suite to about 15 minutes on a 2-core machine shared
 with other work; ``--full`` runs the sizes the issues ask for (the proxy load for 3 minutes, the
 analytics job at 1M and 10M records) and takes about twice as long.
 """
