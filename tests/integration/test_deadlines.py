@@ -48,9 +48,10 @@ class Settings:
 
     wait_timeout: float = 1.0
     on_timeout: str = "primary"
-    replica_read_timeout: float = 1.0
+    # Not tighter: a loaded machine may take a second to open a connection or answer a read.
+    replica_read_timeout: float = 2.0
     read_timeout: float = 30.0
-    connect_timeout: float = 1.0
+    connect_timeout: float = 2.0
     #: Seconds between monitor polls; 0: no monitor (the wrapper) or one poll at start (proxy).
     monitor_interval: float = 0.1
 
@@ -268,7 +269,7 @@ def test_a_black_hole_replica_costs_a_read_one_connect_timeout_at_most(
 def test_the_monitor_finds_a_black_hole_before_any_read_does(
     harness: Harness, black_hole: BlackHole
 ) -> None:
-    settings = Settings(monitor_interval=0.1, connect_timeout=0.5)
+    settings = Settings(monitor_interval=0.1)
     live = harness.replicas[0]
     client = harness.open([black_hole.name, live], settings)
     harness.until(
@@ -288,7 +289,7 @@ def test_a_wait_may_outlast_the_replica_read_deadline(harness: Harness) -> None:
     """The wait statement is silent for up to ``wait_timeout`` by design: its own deadline is
     ``wait_timeout`` plus a margin, so a replica that is merely behind is not taken for dead."""
     rep = harness.replication
-    settings = Settings(wait_timeout=1.5, replica_read_timeout=0.3, monitor_interval=0)
+    settings = Settings(wait_timeout=2.0, replica_read_timeout=0.5, monitor_interval=0)
     replica = harness.replicas[0]
     client = harness.open([replica], settings)
     rep.pause(0)
@@ -378,7 +379,7 @@ def test_a_write_to_a_frozen_primary_fails_with_2013_and_is_never_repeated(
     rep = harness.replication
     assert rep.freeze is not None
     assert rep.thaw is not None
-    settings = Settings(read_timeout=1.0)
+    settings = Settings(read_timeout=2.0)
     client = harness.open(harness.replicas, settings)
     client.rows(f"INSERT INTO {harness.table} VALUES (1, 10)")
     # A duplicate key would show a second attempt: the table has no other way to say it.
@@ -406,7 +407,7 @@ def test_a_transaction_on_a_frozen_primary_commits_nothing(harness: Harness) -> 
     rep = harness.replication
     assert rep.freeze is not None
     assert rep.thaw is not None
-    settings = Settings(read_timeout=1.0)
+    settings = Settings(read_timeout=2.0)
     client = harness.open(harness.replicas, settings)
     client.rows("BEGIN")
     client.rows(f"INSERT INTO {harness.table} VALUES (3, 30)")
@@ -506,4 +507,4 @@ def test_a_restarted_replica_serves_reads_again_within_a_few_monitor_intervals(
         return bool(rows[0][1] == port_of(replica))
 
     # Generous: about one interval once it answers and has caught up.
-    harness.until("a read on the restarted replica", served_by_the_replica, timeout=5.0)
+    harness.until("a read on the restarted replica", served_by_the_replica, timeout=10.0)
