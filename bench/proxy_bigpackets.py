@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import struct
@@ -33,12 +32,13 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _proxy_process import admin_status, free_port, proxy_process, rss_mb  # noqa: E402
 
 from consistent.protocol import (  # noqa: E402
     Capability,
@@ -140,27 +140,6 @@ def load(port: int, size: int, seconds: float, out: Path) -> None:
 # ----------------------------------------------------------------- the measuring side
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def status(admin: int) -> dict[str, Any]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{admin}/status", headers={"Authorization": f"Bearer {TOKEN}"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Prober:
     """``SELECT 1`` back to back on its own connection, with every answer's time."""
 
@@ -243,7 +222,7 @@ def measure(args: argparse.Namespace, port: int, admin: int, pid: int) -> dict[s
     stale = 0.0
     unhealthy = 0
     while any(p.poll() is None for p, _ in procs):
-        for backend in status(admin)["backends"]:
+        for backend in admin_status(admin, TOKEN)["backends"]:
             stale = max(stale, backend.get("monitor_last_ok_seconds_ago") or 0.0)
             unhealthy += backend.get("monitor_healthy") is False
         time.sleep(0.25)
@@ -268,7 +247,7 @@ def measure(args: argparse.Namespace, port: int, admin: int, pid: int) -> dict[s
     while any(p.poll() is None for p, _ in procs):
         peak = max(peak, rss_mb(pid))
         time.sleep(0.02)
-    finished(procs)
+    figures["rss_clients_failed"] = sum(r["error"] is not None for r in finished(procs))
     time.sleep(3)
     after = rss_mb(pid)
     figures["rss_mb"] = {
@@ -339,28 +318,9 @@ def main() -> int:
             f'[users.{USER}]\npassword = "{PASSWORD}"\n'
             f'[admin]\nlisten = "127.0.0.1:{admin}"\ntoken = "{TOKEN}"\n'
         )
-        env = {**os.environ, "PYTHONPATH": str(args.proxy_root)}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--config", str(config)],
-            cwd=args.proxy_root,
-            env=env,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.5).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
+        with proxy_process(config, port, args.proxy_root) as proc:
             print(f"proxy from {args.proxy_root} (pid {proc.pid})")
             figures = measure(args, port, admin, proc.pid)
-        finally:
-            proc.terminate()
-            proc.wait(30)
         figures["size_mb"] = args.size_mb
         figures["seconds"] = args.seconds
         figures["p99_target_ms"] = 50

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,14 +24,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _proxy_process import free_port, proxy_process  # noqa: E402
+
 USER, PASSWORD = "bulk", "bulk-secret"
 BULK = 1 << 2  # MARIADB_CLIENT_STMT_BULK_OPERATIONS >> 32
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def timed_executemany(mariadb: Any, port: int, rows: list[tuple[int, str]]) -> tuple[float, bool]:
@@ -83,23 +76,7 @@ def main() -> int:
             f'replicas = ["127.0.0.1:{topology.replicas[0].port}"]\n'
             f'user = "{USER}"\npassword = "{PASSWORD}"\n[users.{USER}]\npassword = "{PASSWORD}"\n'
         )
-        env = {**os.environ, "PYTHONPATH": str(args.proxy_root)}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "proxy", "--config", str(config)],
-            cwd=args.proxy_root,
-            env=env,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.5).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
+        with proxy_process(config, port, args.proxy_root):
             rows = [(i, f"row {i}") for i in range(args.rows)]
             direct: list[float] = []
             proxied: list[float] = []
@@ -109,9 +86,6 @@ def main() -> int:
                 direct.append(seconds)
                 seconds, bulk["proxy"] = timed_executemany(mariadb, port, rows)
                 proxied.append(seconds)
-        finally:
-            proc.terminate()
-            proc.wait(30)
         figures = {
             "rows": args.rows,
             "rounds": args.rounds,

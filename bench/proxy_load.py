@@ -29,14 +29,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import uvloop  # noqa: E402
+from _proxy_process import admin_status, free_port, rss_mb  # noqa: E402
 
 from consistent.protocol import (  # noqa: E402
     Capability,
@@ -126,33 +125,12 @@ class Client:
             await asyncio.wait_for(self.writer.wait_closed(), 5)
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def status(admin: int) -> dict[str, Any]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{admin}/status", headers={"Authorization": f"Bearer {TOKEN}"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
-
-
 def threads_connected(topology: MariaDBTopology) -> int:
     total = 0
     for server in topology.servers:
         row = server.query("SHOW GLOBAL STATUS LIKE 'Threads_connected'")[0]
         total += int(row["Value"])
     return total
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def load(args: argparse.Namespace, port: int, pid: int, admin: int) -> dict[str, float]:
@@ -168,7 +146,7 @@ async def load(args: argparse.Namespace, port: int, pid: int, admin: int) -> dic
     print(f"{len(clients)} clients logged in in {login_seconds:.1f} s")
     await asyncio.sleep(2)
     idle_rss = rss_mb(pid)
-    idle = status(admin)
+    idle = admin_status(admin, TOKEN)
     backends = {b["name"]: b["open_connections"] for b in idle["backends"]}
     print(
         f"idle: RSS {idle_rss:.0f} MB, sessions {len(idle['sessions'])}, "
@@ -204,7 +182,7 @@ async def load(args: argparse.Namespace, port: int, pid: int, admin: int) -> dic
     started = time.monotonic()
     await asyncio.gather(sample(), *(work(i, c) for i, c in enumerate(clients)))
     elapsed = time.monotonic() - started
-    busy = status(admin)
+    busy = admin_status(admin, TOKEN)
     backends = {b["name"]: b["open_connections"] for b in busy["backends"]}
     rate = stats["queries"] / elapsed
     print(
@@ -270,7 +248,7 @@ def main() -> int:
             )
             stats = uvloop.run(load(args, port, proc.pid, admin))
             time.sleep(3)
-            after = status(admin)
+            after = admin_status(admin, TOKEN)
             backends = {b["name"]: b["open_connections"] for b in after["backends"]}
             left = threads_connected(topology)
             print(
