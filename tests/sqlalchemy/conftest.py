@@ -13,6 +13,7 @@ import tomllib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from urllib.parse import quote
 
@@ -22,9 +23,13 @@ from sqlalchemy.dialects import registry
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
+from consistent.testing.loading import load_module
 from consistent.testing.replication import REPLICATION_BACKENDS, Replication, open_replication
 
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = ROOT / "pyproject.toml"
+#: The example web applications (Flask and FastAPI) and the module they share.
+WEBAPP = ROOT / "examples" / "webapp"
 
 
 def declared_dialects() -> dict[str, str]:
@@ -103,3 +108,15 @@ def isolated(url: str, kwargs: dict[str, Any]) -> dict[str, Any]:
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The topology under test, with a clean database."""
     yield from open_replication(request, Backend)
+
+
+def load_example(filename: str) -> ModuleType:
+    """An example web application of :data:`WEBAPP`, imported as its script runs."""
+    return load_module(
+        f"consistent_example_{Path(filename).stem}", WEBAPP / filename, with_siblings=True
+    )
+
+
+def notes_of(body: Any) -> list[str]:
+    """The note texts of an example application's ``GET /api/notes`` answer."""
+    return [note["text"] for note in body["notes"]]
