@@ -1,28 +1,37 @@
 """The asyncio form's scenarios run, like the DB-API ones, against real MariaDB replication
 and against the emulator's topology.  Each test body is a coroutine run with ``asyncio.run``
-(:func:`run`); the topology's lag controls are blocking calls, fine between awaits."""
+(:func:`run`), which closes the connections the test opened on the same loop; the topology's
+lag controls are blocking calls, fine between awaits."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import secrets
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pytest
 
-from consistent import aio
+from consistent import aio, trace
 from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
+from consistent.telemetry import MemoryExporter, Telemetry, TelemetryConfig
 from consistent.testing.replication import REPLICATION_BACKENDS, Replication, open_replication
 
 T = TypeVar("T")
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a test's coroutine on a fresh event loop."""
-    return asyncio.run(coro)
+def run(backend: AsyncBackend, body: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a test's body on a fresh event loop, then close what it opened there."""
+
+    async def main() -> T:
+        try:
+            return await body()
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(main())
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,16 @@ class AsyncBackend(Replication):
         self.opened.append(conn)
         return conn
 
+    async def aclose(self) -> None:
+        """Close every connection the test opened (politely where it is still open)."""
+        opened = list(self.opened)
+        self.opened.clear()
+        for conn in opened:
+            with contextlib.suppress(Exception):
+                await conn.ensure_closed()
+
     def release(self) -> None:
-        # The test's event loop is gone: close the sockets without a goodbye.
+        # A test that failed before :func:`run` closed them: no loop left, drop the sockets.
         for conn in self.opened:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -67,3 +84,33 @@ def table(backend: AsyncBackend) -> str:
     backend.primary_query(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT NOT NULL)")
     backend.catch_up()
     return name
+
+
+@dataclass
+class Traced:
+    """A telemetry pipeline recording into memory."""
+
+    telemetry: Telemetry
+    memory: MemoryExporter
+
+    def spans(self, conn: aio.Connection) -> list[Mapping[str, Any]]:
+        """The attributes of every span of ``conn``'s session so far, each checked against the
+        documented contract."""
+        assert self.telemetry.flush(10)
+        session = conn.tracer.session_id
+        assert session
+        found = [r for r in self.memory.records if r.attributes.get(trace.SESSION_ID) == session]
+        for record in found:
+            assert record.name == trace.STATEMENT_SPAN
+            assert trace.check_attributes(record.name, record.attributes) == ()
+        return [record.attributes for record in found]
+
+
+@pytest.fixture
+def traced() -> Iterator[Traced]:
+    memory = MemoryExporter()
+    telemetry = Telemetry(TelemetryConfig(), exporters=[memory])
+    try:
+        yield Traced(telemetry, memory)
+    finally:
+        telemetry.shutdown()
