@@ -5,11 +5,12 @@ replay, tracking, the OK-packet observer, telemetry) driven with aiomysql's coro
 of PyMySQL's blocking calls: :meth:`Connection._drive` performs the steps of the core's plans
 with ``await``.  Behaviour is the blocking form's, statement for statement.
 
-Deadlines: ``asyncio.timeout`` bounds each round trip on a server by that server's read
-deadline (``read_timeout`` on the primary, ``replica_read_timeout`` on replicas; a wait statement
-by its own timeout plus a margin); opening a connection is bounded by ``connect_timeout``.  A
-server that misses one counts as a lost connection (error 2013): a read outside a transaction
-goes elsewhere once, everything else fails, a write is never re-sent.
+Deadlines: a :class:`~consistent.aio.deadline.Watchdog` bounds each round trip on a server by
+that server's read deadline (``read_timeout`` on the primary, ``replica_read_timeout`` on
+replicas; a wait statement by its own timeout plus a margin); opening a connection is bounded
+by ``connect_timeout``.  A server that misses one counts as a lost connection (error 2013): a
+read outside a transaction goes elsewhere once, everything else fails, a write is never
+re-sent.
 
 Cancellation: a task cancelled while a statement runs leaves that server's connection in the
 middle of a reply, so the connection is closed.  On a replica the logical connection carries on
@@ -140,25 +141,28 @@ class Connection(SessionCore):
         timeout = link.read_timeout
         if kind is VALUE and arg[1] is not None:
             timeout = arg[1]
+        watchdog = link.watchdog
+        watchdog.arm(timeout)
         try:
-            async with asyncio.timeout(timeout):
-                if kind is CALL:
-                    assert run is not None
-                    return await run(raw)
-                if kind is QUERY:
-                    await raw.query(arg)
-                    return None
-                if kind is VALUE:
-                    return await _aiomysql.query_value(raw, arg[0])
-                assert kind is NAMES
-                await _aiomysql.set_character_set(raw, *arg)
+            if kind is CALL:
+                assert run is not None
+                return await run(raw)
+            if kind is QUERY:
+                await raw.query(arg)
                 return None
-        except TimeoutError as exc:
-            link.drop()
-            raise link.missed_deadline(timeout) from exc
+            if kind is VALUE:
+                return await _aiomysql.query_value(raw, arg[0])
+            assert kind is NAMES
+            await _aiomysql.set_character_set(raw, *arg)
+            return None
         except asyncio.CancelledError:
+            if watchdog.expired():
+                link.drop()
+                raise link.missed_deadline(timeout) from None
             self._interrupted(link)
             raise
+        finally:
+            watchdog.disarm()
 
     async def connect(self) -> None:
         """Open the connection: the first time, or (after ``close()`` or a lost primary) a
@@ -538,16 +542,19 @@ class Connection(SessionCore):
         with the primary's read deadline; failures as the routed path reports them."""
         link = self._primary
         timeout = link.read_timeout
+        watchdog = link.watchdog
+        watchdog.arm(timeout)
         try:
-            async with asyncio.timeout(timeout):
-                return await call
-        except TimeoutError as exc:
-            raise self._primary_lost(link.missed_deadline(timeout)) from exc
+            return await call
         except asyncio.CancelledError:
+            if watchdog.expired():
+                raise self._primary_lost(link.missed_deadline(timeout)) from None
             self._interrupted(link)
             raise
         except Exception as exc:
             raise self._direct_failure(exc) from exc
+        finally:
+            watchdog.disarm()
 
 
 def _combined(cursors: tuple[type[Any], ...]) -> type[Cursor]:

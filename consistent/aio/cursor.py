@@ -13,6 +13,7 @@ conn.cursor() as cur``, ``async for row in cur``, ``await cur.close()``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Generator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -46,6 +47,8 @@ class Cursor:
         self._arraysize = 1
         self._inner: Any = None
         self._inners: dict[int, Any] = {}
+        # The direct path's last (connection, aiomysql cursor): most cursors use only one.
+        self._direct: tuple[Any, Any] = (None, None)
         self._deferred: str | None = None
         self._inner_class = (
             self.driver_class or _aiomysql.CURSOR_CLASSES[(self.unbuffered, self.as_dict)]
@@ -143,18 +146,35 @@ class Cursor:
         if raw is not None:  # no replicas: hand the statement to aiomysql as it is
             if self.unbuffered and self._inner is not None:
                 await self._finish_previous()
-            inner = self._inner_for(raw)
+            last_raw, inner = self._direct
+            if last_raw is not raw or inner._connection is not raw:
+                inner = self._inner_for(raw)
+                self._direct = (raw, inner)
             self._inner = inner
             tracer = connection._tracer
             if isinstance(query, str):
                 text = query
             else:
                 text = query.decode(errors="replace") if tracer.enabled else ""
+            # What Connection._direct_call does, inlined: this is the whole per-statement cost
+            # of a connection without replicas.
+            link = connection._primary
+            watchdog = link.watchdog
+            timeout = link.read_timeout
             with tracer.statement(text) as span:
                 connection._span = span
+                watchdog.arm(timeout)
                 try:
-                    return int(await connection._direct_call(raw, inner.execute(query, args)))
+                    return int(await inner.execute(query, args))
+                except asyncio.CancelledError:
+                    if watchdog.expired():
+                        raise connection._primary_lost(link.missed_deadline(timeout)) from None
+                    connection._interrupted(link)
+                    raise
+                except Exception as exc:
+                    raise connection._direct_failure(exc) from exc
                 finally:
+                    watchdog.disarm()
                     connection._span = NOOP_SPAN
         sql = query.decode() if isinstance(query, bytes) else query
         if args is not None:
@@ -307,6 +327,7 @@ class Cursor:
         finally:
             self._connection = None
             self._inners.clear()
+            self._direct = (None, None)
 
     def __await__(self) -> Generator[Any, None, Cursor]:
         """``cur = await conn.cursor()``, as aiomysql allows."""

@@ -32,6 +32,7 @@ from tenacity import (
 
 from consistent.aio import _aiomysql
 from consistent.aio._aiomysql import TrackingConnection
+from consistent.aio.deadline import Watchdog
 from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi.config import ServerSpec
@@ -70,6 +71,8 @@ class AsyncServerLink:
         self._conn: TrackingConnection | None = None
         #: Seconds the server may take over one round trip (``None``: no deadline).
         self.read_timeout: float | None = options.get("read_timeout")
+        #: Enforces :attr:`read_timeout` on the round trips the driver makes.
+        self.watchdog = Watchdog()
         #: Session-state replay number this connection has reached.
         self.applied_seq = 0
         #: Tracker mode currently set on the connection (``None``: not set).
@@ -164,6 +167,7 @@ class AsyncServerLink:
 
     def drop(self) -> None:
         """Forget the connection (closing its socket without ceremony)."""
+        self.watchdog.close()
         conn, self._conn = self._conn, None
         self.applied_seq = 0
         self.tracking = None
@@ -173,6 +177,7 @@ class AsyncServerLink:
 
     async def close(self) -> None:
         """Close the connection politely (``COM_QUIT``)."""
+        self.watchdog.close()
         conn, self._conn = self._conn, None
         self.applied_seq = 0
         self.tracking = None
