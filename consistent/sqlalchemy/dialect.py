@@ -41,7 +41,7 @@ import consistent.dbapi
 from consistent import errors
 from consistent.classify import DEFAULT_RULES, FunctionRules, PrimaryReason, StatementKind, classify
 from consistent.sqlalchemy import tracking
-from consistent.sqlalchemy._dbapi import ConsistentConnection, is_open, raw_connection
+from consistent.sqlalchemy._dbapi import ConsistentConnection, raw_connection
 from consistent.sqlalchemy.url import consistency_options, normalize_connect_params, split_query
 
 if TYPE_CHECKING:
@@ -283,7 +283,7 @@ class ConsistentDialect(MySQLDialect_pymysql):
     def _idle(dbapi_connection: Any) -> bool:
         """No transaction is open anywhere: there is nothing to commit or roll back."""
         raw = raw_connection(dbapi_connection)
-        if raw is None or not is_open(raw):
+        if raw is None or not raw.open:
             return False
         policy = raw.policy
         return policy.autocommit and not policy.in_transaction
@@ -322,7 +322,7 @@ class ConsistentDialect(MySQLDialect_pymysql):
             return True
         if isinstance(e, errors.InterfaceError):
             raw = raw_connection(connection)
-            return raw is not None and not is_open(raw)
+            return raw is not None and not raw.open
         return False
 
 

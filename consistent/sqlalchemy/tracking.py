@@ -40,7 +40,6 @@ from consistent.policy.states import FlavorName, format_token, merge, parse_toke
 from consistent.sqlalchemy._dbapi import (
     ConsistentConnection,
     forget_causality,
-    is_open,
     raw_connection,
 )
 
@@ -159,7 +158,7 @@ class SessionTracker:
 
     def absorb(self, raw: ConsistentConnection) -> None:
         """Take ``raw``'s required set into the session's token."""
-        if not is_open(raw):
+        if not raw.open:
             return
         policy = raw.policy
         required = policy.required
@@ -270,7 +269,7 @@ def _on_connect(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) 
 def _hand_over(dbapi_connection: DBAPIConnection | None, record: ConnectionPoolEntry) -> None:
     """The DB-API connection changes hands: wipe the previous session's causality and level."""
     raw = raw_connection(dbapi_connection)
-    if raw is None or not is_open(raw):
+    if raw is None or not raw.open:
         return
     forget_causality(raw)
     level = record.info.get(_OPENING_LEVEL_KEY)
