@@ -72,6 +72,7 @@ __all__ = [
     "Warning",
     "apilevel",
     "connect",
+    "cursor_class",
     "paramstyle",
     "threadsafety",
 ]
