@@ -25,6 +25,7 @@ import aiomysql
 import aiomysql.connection
 import aiomysql.cursors
 import pymysql.charset
+import pymysql.converters
 import pymysql.err
 from pymysql.constants import CLIENT
 from pymysql.protocol import OKPacketWrapper
@@ -121,6 +122,7 @@ def driver_options(options: Mapping[str, Any], server: str) -> dict[str, Any]:
 OkObserver = Any  # Callable[[int, bytes], None]; Any keeps the attribute cheap to call
 
 _BASE_READ_QUERY_RESULT: Final = aiomysql.connection.Connection._read_query_result
+_SEQUENCES: Final = (tuple, list, set, frozenset)
 
 
 class TrackingConnection(aiomysql.connection.Connection):  # type: ignore[misc]
@@ -154,6 +156,24 @@ class TrackingConnection(aiomysql.connection.Connection):  # type: ignore[misc]
             status = result.server_status
             if observer is not None and status & _STATE_CHANGED:
                 observer(status, result.message)
+
+    def escape(self, obj: Any) -> str:
+        """Escape a parameter as PyMySQL 1.2's ``Connection.escape`` does.
+
+        aiomysql 0.3's own ``escape`` relies on two things PyMySQL 1.2 removed: it calls
+        ``escape_bytes_prefixed`` (now a string, so every ``bytes`` parameter failed with
+        ``TypeError``) and lets ``escape_item`` expand sequences (now refused, so
+        ``IN %s`` with a tuple failed).  Bytes become a hexadecimal literal (valid under any
+        character set and ``NO_BACKSLASH_ESCAPES``); a tuple, list or set becomes a
+        parenthesised list of its escaped items."""
+        if isinstance(obj, str):
+            return f"'{self.escape_string(obj)}'"
+        if isinstance(obj, bytes | bytearray):
+            return f"X'{obj.hex()}'"
+        # ``type(...) in``, not ``isinstance``: a struct_time is a tuple subclass, not a list.
+        if type(obj) in _SEQUENCES:
+            return "(" + ",".join([self.escape(item) for item in obj]) + ")"
+        return pymysql.converters.escape_item(obj, self._charset)  # type: ignore[no-any-return]
 
     @property
     def in_transaction(self) -> bool:

@@ -234,3 +234,26 @@ def test_the_aiomysql_internals_we_use_exist() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _aiomysql.cursor_kind(aiomysql.cursors.SSDictCursor) == (True, True)
+
+
+def test_bytes_parameters_round_trip(backend: AsyncBackend, table: str) -> None:
+    """aiomysql 0.3 escapes ``bytes`` with a PyMySQL function that PyMySQL 1.2 no longer has;
+    the wrapper escapes them itself, alone, in ``executemany`` and inside a sequence."""
+    blobs = [b"", b"plain", b"it's \\ \x00 \xff\xfe", bytearray(b"\x01\x02'")]
+
+    async def body() -> None:
+        async with aio.connect(**backend.params()) as conn, conn.cursor() as cur:
+            await cur.execute("CREATE TABLE blobs (k INT PRIMARY KEY, b VARBINARY(64))")
+            await cur.execute("INSERT INTO blobs VALUES (%s, %s)", (0, blobs[0]))
+            await cur.executemany(
+                "INSERT INTO blobs VALUES (%s, %s)", [(k, b) for k, b in enumerate(blobs) if k]
+            )
+            await cur.execute("SELECT k, b FROM blobs ORDER BY k")
+            assert [bytes(b) for _, b in await cur.fetchall()] == [bytes(b) for b in blobs]
+            pair = (blobs[1], blobs[2])
+            await cur.execute("SELECT k FROM blobs WHERE b IN %s ORDER BY k", (pair,))
+            assert await cur.fetchall() == ((1,), (2,))
+            assert cur.mogrify("SELECT %s", (b"a'b",)) == "SELECT X'612762'"
+            assert cur.mogrify("SELECT %s IN %s", (1, [2, "x"])) == "SELECT 1 IN (2,'x')"
+
+    run(backend, body)
