@@ -16,6 +16,7 @@ Example (every key but ``backends.primary`` and one user is optional)::
     connect_timeout = 10.0           # handshake deadline: accept to login OK, TLS included
     shutdown_timeout = 10.0
     read_only_functions = ["shop.price", "fmt"]   # user functions that only read
+    tracer_provider = "global"       # statement spans to the process's OpenTelemetry provider
 
     [tls]                            # TLS to clients (optional)
     cert = "proxy.pem"
@@ -249,6 +250,9 @@ class ProxyConfig:
     #: replica; every other function that is not a side-effect-free built-in sends the
     #: statement to the primary.
     read_only_functions: frozenset[str] = frozenset()
+    #: ``"global"``: statement spans go to the process's OpenTelemetry ``TracerProvider``
+    #: (:mod:`consistent.telemetry.appspans`) instead of the trace file.
+    tracer_provider: str | None = None
     #: Where the file was read from (reloads read it again).
     source: Path | None = None
 
@@ -274,6 +278,7 @@ _TOP_KEYS: Final = frozenset(
         "shutdown_timeout",
         "server_version",
         "read_only_functions",
+        "tracer_provider",
         "tls",
         "backends",
         "users",
@@ -488,6 +493,17 @@ def _admin(data: Mapping[str, Any], base: Path | None) -> AdminConfig | None:
     )
 
 
+def _tracer_provider(value: object) -> str | None:
+    if value is None:
+        return None
+    if value != "global":
+        raise ConfigError(
+            'tracer_provider must be "global" (the OpenTelemetry provider of the process), '
+            f"not {value!r}"
+        )
+    return "global"
+
+
 def parse(data: Mapping[str, Any], *, source: Path | None = None) -> ProxyConfig:
     """Validate parsed TOML (a mapping) into a :class:`ProxyConfig`."""
     unknown = set(data) - _TOP_KEYS
@@ -533,6 +549,7 @@ def parse(data: Mapping[str, Any], *, source: Path | None = None) -> ProxyConfig
         tls=_tls(data, base),
         admin=_admin(data, base),
         read_only_functions=_functions(data.get("read_only_functions", [])),
+        tracer_provider=_tracer_provider(data.get("tracer_provider")),
         source=source,
     )
 

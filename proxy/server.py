@@ -35,6 +35,7 @@ from consistent.flavors import Flavor, ServerRole, detect_flavor, flavor_by_name
 from consistent.policy import PRIMARY, AcknowledgedWrites, ReplicaKnowledge, format_token
 from consistent.protocol import Capability, ErrorCode, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
+from consistent.telemetry.appspans import provider_telemetry
 from proxy.admin import AdminServer
 from proxy.admission import LoginGate
 from proxy.backends import BackendServer, Credentials, HealthMonitor
@@ -114,9 +115,12 @@ class ProxyServer:
         telemetry: Telemetry | None = None,
     ) -> None:
         self._config = config
-        #: Statement spans go here (the process's telemetry, from the environment, unless
-        #: one is given).
-        self._telemetry = telemetry if telemetry is not None else default_telemetry()
+        # Statement spans go to the process's telemetry (from the environment) unless one is
+        # given or the configuration names the process's OpenTelemetry provider.
+        if telemetry is None:
+            provider = config.tracer_provider
+            telemetry = provider_telemetry(provider) if provider else default_telemetry()
+        self._telemetry = telemetry
         self._knowledge = knowledge if knowledge is not None else ReplicaKnowledge()
         self._acknowledged = acknowledged if acknowledged is not None else AcknowledgedWrites()
         self._metrics = ProxyMetrics()

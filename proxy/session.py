@@ -256,6 +256,7 @@ class Session(SlowPath):
             if relay.error is None:
                 self.policy.record_schema(schema)
                 self._schema = schema
+                self._tracer.set_namespace(schema)
 
         self._direct(PRIMARY, ResponseKind.SIMPLE, record)
 
@@ -744,6 +745,7 @@ class Session(SlowPath):
         stmt = d.statement
         if stmt.schema is not None:
             self._schema = stmt.schema
+            self._tracer.set_namespace(stmt.schema)
         if conn is not None and "SESSION_TRACK" in d.sql.upper():
             conn.tracking = None  # the client changed the trackers: re-assert ours
 

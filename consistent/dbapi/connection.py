@@ -245,6 +245,7 @@ class Connection:
                 **{spec.name: (spec.host, spec.port) for spec in config.replicas},
             },
         )
+        self._tracer.set_namespace(config.options.get("database"))
         self._escaper = raw.cursor()
         try:
             self._primary.set_tracking(self._flavor, self._policy.tracking)
@@ -535,6 +536,7 @@ class Connection:
         self._check_open()
         self._on_primary(lambda raw: raw.select_db(db))
         self._policy.record_schema(db)
+        self._tracer.set_namespace(db)
 
     def escape(self, obj: Any, mapping: Any = None) -> str:
         """Escape a value as an SQL literal for this connection's character set."""
@@ -839,6 +841,8 @@ class Connection:
                 decision = retry
                 continue
             policy.on_success(decision)
+            if stmt.schema is not None:
+                self._tracer.set_namespace(stmt.schema)
             if link is self._primary and policy.in_transaction:
                 policy.observe_status(PRIMARY, in_transaction=raw.in_transaction)
             return result

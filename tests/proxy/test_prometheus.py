@@ -1,6 +1,7 @@
-"""``/metrics`` as Prometheus scrapes it: a proxy in front of the emulator, its exposition parsed
-with ``prometheus_client``'s own parser, and the numbers followed as traffic goes through, a
-replica dies, and the admin endpoint speaks HTTPS."""
+"""What operators plug the proxy into: ``/metrics`` as Prometheus scrapes it (a proxy in front
+of the emulator, its exposition parsed with ``prometheus_client``'s own parser, the numbers
+followed as traffic goes through and a replica dies), the admin endpoint over HTTPS, and
+statement spans sent to the process's OpenTelemetry provider."""
 
 from __future__ import annotations
 
@@ -14,14 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from consistent import trace
 from consistent.emulator import start_topology
 from consistent.emulator.replication import Fixed, LagModel
 from consistent.emulator.replication.threaded import TopologyThread
 from proxy.admin import AdminServer
-from proxy.config import Address, AdminConfig, parse
+from proxy.config import Address, AdminConfig, ConfigError, parse
 from proxy.metrics import METRICS, STANDARD_METRICS
 from proxy.testing import ProxyThread
 
@@ -247,3 +254,56 @@ def test_the_admin_endpoint_speaks_https_with_a_certificate(tmp_path: Path) -> N
             await server.close()
 
     asyncio.run(main())
+
+
+def test_statement_spans_go_to_the_process_provider_when_the_toml_says_so(
+    emulated: TopologyThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(otel_trace, "get_tracer_provider", lambda: provider)
+    params = emulated.connection_params()
+    config = parse(
+        {
+            "listen": "127.0.0.1:0",
+            "tracer_provider": "global",
+            "backends": {
+                "primary": f"127.0.0.1:{emulated.primary.port}",
+                "replicas": [f"127.0.0.1:{r.port}" for r in emulated.replicas],
+                "user": params.user,
+                "password": params.password,
+            },
+            "users": USERS,
+        }
+    )
+    assert config.tracer_provider == "global"
+    with ProxyThread(config) as running:
+        conn = connect(running)
+        try:
+            rows(conn, "CREATE DATABASE IF NOT EXISTS traced")
+            rows(conn, "USE traced")
+            rows(conn, "CREATE TABLE IF NOT EXISTS orders (id INT PRIMARY KEY)")
+            rows(conn, "SELECT id FROM orders WHERE id = 1")
+        finally:
+            conn.close()
+        assert running.server.telemetry.flush(10)
+    (select,) = [s for s in exporter.get_finished_spans() if s.name == "SELECT orders"]
+    attributes = dict(select.attributes or {})
+    assert attributes[trace.DB_NAMESPACE] == "traced"
+    assert attributes[trace.DB_COLLECTION_NAME] == "orders"
+    assert attributes[trace.RECORD_KIND] == "statement"
+    assert select.kind is SpanKind.CLIENT
+    assert "USE" in [s.name for s in exporter.get_finished_spans()]
+
+
+@pytest.mark.parametrize("value", ["local", True, 1])
+def test_the_proxy_refuses_another_tracer_provider(emulated: TopologyThread, value: object) -> None:
+    with pytest.raises(ConfigError, match='tracer_provider must be "global"'):
+        parse(
+            {
+                "tracer_provider": value,
+                "backends": {"primary": f"127.0.0.1:{emulated.primary.port}"},
+                "users": USERS,
+            }
+        )
