@@ -22,6 +22,8 @@ Modules, from the socket up:
 ``session``        commands, routing (fast path), completion
 ``server``         the listener, the sessions, the monitors, reload and graceful shutdown
 ``admission``      the limits on logins in progress, per client address and in all
+``histogram``      duration buckets, bound to backend connections (one increment a statement)
+``metrics``        the Prometheus families: counters, histograms, backends' health and lag
 ``admin``          HTTP(S) ``/metrics`` (Prometheus) and ``/status`` (JSON), token required
 ``config``         the TOML configuration and its command-line overrides
 ``cli``            ``consistent proxy --config FILE`` (``python -m proxy`` too)

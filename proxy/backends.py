@@ -59,7 +59,7 @@ from consistent.protocol import ServerStatus
 from proxy.config import Address
 from proxy.errors import BackendUnavailable
 from proxy.handshake import BackendLogin, BackendLoginError, login_backend
-from proxy.metrics import Histogram
+from proxy.histogram import Histogram
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay, parse_response
 from proxy.stream import ConnectionClosed, PacketEndpoint, frame_command, header
 

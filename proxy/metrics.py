@@ -18,7 +18,6 @@ do not mix their numbers.
 
 from __future__ import annotations
 
-import bisect
 import collections
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +37,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from proxy.histogram import DURATION_BOUNDS, Histogram
+
 __all__ = [
     "DURATION_BOUNDS",
     "METRICS",
@@ -53,56 +54,12 @@ __all__ = [
     "metrics_markdown",
 ]
 
-#: Upper bounds (seconds) of the wait and statement-duration histograms' buckets.
-DURATION_BOUNDS: Final = (
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-)
 #: The ``role`` label's values.
 PRIMARY_ROLE: Final = "primary"
 REPLICA_ROLE: Final = "replica"
 #: The routing name of the primary (``consistent.policy.PRIMARY``): statements routed to it
 #: are labelled with its address, as every backend is.
 _PRIMARY_TARGET: Final = "primary"
-
-
-class Histogram:
-    """Bucket counts of observed durations (seconds), for one label set.  Not thread-safe: one
-    event loop observes it, a scrape reads it (a scrape that races an observation may see the
-    count one ahead of a bucket, which the next scrape corrects)."""
-
-    __slots__ = ("bounds", "counts", "sum")
-
-    def __init__(self, bounds: tuple[float, ...] = DURATION_BOUNDS) -> None:
-        self.bounds = bounds
-        #: counts[i]: observations in (bounds[i-1], bounds[i]]; the last one above them all.
-        self.counts = [0] * (len(bounds) + 1)
-        self.sum = 0.0
-
-    def observe(self, seconds: float) -> None:
-        self.counts[bisect.bisect_left(self.bounds, seconds)] += 1
-        self.sum += seconds
-
-    def cumulative(self) -> list[tuple[str, float]]:
-        """Prometheus buckets: (``le``, observations at or below it), ``+Inf`` last."""
-        buckets = []
-        total = 0
-        for bound, n in zip((*self.bounds, float("inf")), self.counts, strict=True):
-            total += n
-            buckets.append(("+Inf" if bound == float("inf") else repr(bound), float(total)))
-        return buckets
 
 
 @dataclass(frozen=True, slots=True)
