@@ -5,12 +5,13 @@ collector in :mod:`proxy.metrics` exports them as Prometheus histograms."""
 from __future__ import annotations
 
 import bisect
-from typing import Final
 
 __all__ = ["DURATION_BOUNDS", "Histogram"]
 
-#: Upper bounds (seconds) of the wait and statement-duration histograms' buckets.
-DURATION_BOUNDS: Final = (
+#: Upper bounds (seconds) of the wait and statement-duration histograms' buckets.  Not
+#: ``Final``: compiled, a ``Final`` tuple of floats is inlined where it is read and the module's
+#: own name is left unset, which then fails at run time ("value for final name was not set").
+DURATION_BOUNDS: tuple[float, ...] = (
     0.0005,
     0.001,
     0.0025,
@@ -33,10 +34,10 @@ class Histogram:
     event loop observes it, a scrape reads it (a scrape that races an observation may see the
     count one ahead of a bucket, which the next scrape corrects)."""
 
-    def __init__(self, bounds: tuple[float, ...] = DURATION_BOUNDS) -> None:
-        self.bounds = bounds
+    def __init__(self, bounds: tuple[float, ...] | None = None) -> None:
+        self.bounds: tuple[float, ...] = bounds if bounds is not None else DURATION_BOUNDS
         #: counts[i]: observations in (bounds[i-1], bounds[i]]; the last one above them all.
-        self.counts = [0] * (len(bounds) + 1)
+        self.counts = [0] * (len(self.bounds) + 1)
         self.sum = 0.0
 
     def observe(self, seconds: float) -> None:
