@@ -51,6 +51,7 @@ from consistent.errors import (
 )
 from consistent.policy import AcknowledgedWrites, Level, OnTimeout, ReplicaKnowledge
 from consistent.telemetry import Telemetry
+from consistent.telemetry.appspans import chosen_telemetry
 
 __all__ = [
     "Connection",
@@ -138,6 +139,7 @@ def connect(
             "await its connect() instead"
         )
     params.pop("loop", None)  # aiomysql's, long deprecated: the running loop is used
+    telemetry = chosen_telemetry(telemetry, params.pop("tracer_provider", None))
     config = build_config(**params)
     cls = cursor_class(cursorclass) if cursorclass is not None else None
     return _Connecting(

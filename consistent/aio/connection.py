@@ -360,7 +360,7 @@ class Connection(SessionCore):
             await raw.select_db(db)
 
         await self._on_target(PRIMARY, run)
-        self._policy.record_schema(db)
+        self._record_schema(db)
 
     async def kill(self, thread_id: int) -> None:
         """``KILL thread_id`` on the primary, where :meth:`thread_id` numbers connections."""

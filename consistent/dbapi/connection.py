@@ -403,7 +403,7 @@ class Connection(SessionCore):
         """Change the default schema (replayed on replica connections)."""
         self._check_open()
         self._on_primary(lambda raw: raw.select_db(db))
-        self._policy.record_schema(db)
+        self._record_schema(db)
 
     def escape(self, obj: Any, mapping: Any = None) -> str:
         """Escape a value as an SQL literal for this connection's character set."""

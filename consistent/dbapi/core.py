@@ -227,6 +227,13 @@ class SessionCore:
                 **{spec.name: (spec.host, spec.port) for spec in config.replicas},
             },
         )
+        self._tracer.set_namespace(config.options.get("database"))
+
+    def _record_schema(self, db: str) -> None:
+        """The default schema is now ``db`` (``select_db()``): replayed on replica connections,
+        the spans' ``db.namespace``."""
+        self._policy.record_schema(db)
+        self._tracer.set_namespace(db)
 
     def _reset_session(self) -> None:
         """A fresh session on the same servers keeps the token and the autocommit mode."""
@@ -552,6 +559,8 @@ class SessionCore:
                 decision = retry
                 continue
             policy.on_success(decision)
+            if stmt.schema is not None:
+                self._tracer.set_namespace(stmt.schema)
             if link is self._primary and policy.in_transaction:
                 policy.observe_status(PRIMARY, in_transaction=raw.in_transaction)
             return result

@@ -231,7 +231,11 @@ class Harness:
     def spans(self) -> list[dict[str, Any]]:
         """The attributes of every statement span so far."""
         assert self.telemetry.flush(10)
-        return [dict(r.attributes) for r in self.memory.records if r.name == trace.STATEMENT_SPAN]
+        return [
+            dict(r.attributes)
+            for r in self.memory.records
+            if r.attributes.get(trace.RECORD_KIND) == "statement"
+        ]
 
     def involving(self, name: str) -> list[dict[str, Any]]:
         """Spans of statements that waited on, ran on, or gave up on replica ``name``."""
