@@ -101,7 +101,7 @@ class Traced:
         assert session
         found = [r for r in self.memory.records if r.attributes.get(trace.SESSION_ID) == session]
         for record in found:
-            assert record.name == trace.STATEMENT_SPAN
+            assert record.attributes[trace.RECORD_KIND] == trace.RecordKind.STATEMENT
             assert trace.check_attributes(record.name, record.attributes) == ()
         return [record.attributes for record in found]
 
