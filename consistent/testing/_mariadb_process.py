@@ -356,6 +356,9 @@ class ServerProcess:
         TCP connections for it, and buffers what is sent to it)."""
         if self._process is not None and self._process.poll() is None:
             _signal(self._process, signal.SIGSTOP)
+            # kill() returns before every thread has stopped: on a loaded machine a thread
+            # could still answer the next statement.
+            _wait_stopped(self._process.pid)
 
     def thaw(self) -> None:
         """SIGCONT: undo :meth:`freeze` (harmless on a server that is not frozen)."""
@@ -384,6 +387,31 @@ class ServerProcess:
 def _signal(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(process.pid, signum)
+
+
+#: How long :func:`_wait_stopped` waits for every thread of a server to stop.
+STOP_TIMEOUT = 5.0
+
+
+def _wait_stopped(pid: int) -> None:
+    """Wait until every thread of ``pid`` is stopped (state ``T`` in
+    ``/proc/<pid>/task/*/stat``), at most :data:`STOP_TIMEOUT` seconds."""
+    deadline = time.monotonic() + STOP_TIMEOUT
+    tasks = Path(f"/proc/{pid}/task")
+    while time.monotonic() < deadline:
+        try:
+            states = [
+                (task / "stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1]
+                for task in tasks.iterdir()
+            ]
+        except OSError:
+            if not tasks.exists():
+                return  # the process is gone
+            continue  # a thread ended while we looked: look again
+        if all(state.split()[0] in ("T", "t") for state in states):
+            return
+        time.sleep(0.002)
+    raise OperationalError(f"server process {pid} did not stop within {STOP_TIMEOUT} s")
 
 
 # --- ownership and the stale-process sweep ----------------------------------------------------
