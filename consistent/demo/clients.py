@@ -29,7 +29,6 @@ from proxy.testing import ProxyThread
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-    from multiprocessing.synchronize import Event
 
 __all__ = [
     "PROXY_PASSWORD",
@@ -154,7 +153,7 @@ def _connector(
 
 def run_clients(
     channel: Connection,
-    stop: Event,
+    stop: threading.Event,
     sessions: Sequence[tuple[int, SessionPlan]],
     settings: ClientSettings,
     shared: SharedTallies,
@@ -190,7 +189,7 @@ def run_clients(
 
 
 def serve_proxy(
-    channel: Connection, stop: Event, config: Mapping[str, Any], trace_file: Path
+    channel: Connection, stop: threading.Event, config: Mapping[str, Any], trace_file: Path
 ) -> None:
     """The proxy's process: the proxy of ``config`` (as :func:`proxy.config.parse` reads it)
     tracing to ``trace_file``; sends ``("ready", port)``, then ``("done", dropped spans)``

@@ -7,7 +7,8 @@ contention.
 
 A child is started by :meth:`Children.start` with a target ``target(channel, stop, *args)``:
 it sends one message on ``channel`` once it is ready (its ports, …) and runs until ``stop``
-is set.  Teardown is always the parent's job:
+(a :class:`threading.Event`) is set, which happens when the parent asks, closes its end
+of the request pipe, or dies.  Teardown is always the parent's job:
 
 * children ignore SIGINT (Ctrl-C reaches the whole process group; the parent alone decides to
   stop, in order);
@@ -66,17 +67,34 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def _stop_on_word(requests: multiprocessing.connection.Connection) -> threading.Event:
+    """An event set when the parent asks to stop (or closes its end, or dies): a pipe rather
+    than a ``multiprocessing.Event``, whose semaphore the resource tracker would report as
+    leaked when the parent leaves on Ctrl-C."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        with contextlib.suppress(EOFError, OSError):
+            requests.recv()
+        stop.set()
+
+    threading.Thread(target=watch, name="consistent-demo-stop", daemon=True).start()
+    return stop
+
+
 def child_main(
     target: Callable[..., None],
     parent: int,
     channel: multiprocessing.connection.Connection,
-    stop: Any,
+    requests: multiprocessing.connection.Connection,
     args: tuple[Any, ...],
 ) -> None:
-    """What a child runs: the safety settings above, then ``target(channel, stop, *args)``;
-    an error is sent to the parent as ``("error", text)`` before the child exits."""
+    """What a child runs: the safety settings above, then ``target(channel, stop, *args)``
+    (``stop``: a :class:`threading.Event` set when the parent asks); an error is sent to
+    the parent as ``("error", text)`` before the child exits."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
+    stop = _stop_on_word(requests)
     try:
         target(channel, stop, *args)
     except BaseException as exc:
@@ -94,7 +112,15 @@ class Child:
     name: str
     process: BaseProcess
     channel: multiprocessing.connection.Connection
-    stop_event: Any
+    #: The parent's end of the pipe on which it asks the child to stop.
+    requests: multiprocessing.connection.Connection
+
+    def request_stop(self) -> None:
+        """Ask the child to stop (it sets its ``stop`` event); idempotent."""
+        if not self.requests.closed:
+            with contextlib.suppress(OSError):
+                self.requests.send("stop")
+            self.requests.close()
 
     @property
     def pid(self) -> int:
@@ -126,12 +152,12 @@ class Child:
 
     def finish(self, timeout: float) -> Any:
         """Ask the child to stop and return its last message (its result)."""
-        self.stop_event.set()
+        self.request_stop()
         return self.receive(timeout)
 
     def stop(self) -> None:
         """Ask the child to stop; SIGTERM, then SIGKILL, if it does not."""
-        self.stop_event.set()
+        self.request_stop()
         self.process.join(_STOP_GRACE)
         if self.process.is_alive():
             logger.warning("the demo's %s did not stop: terminating it", self.name)
@@ -179,17 +205,18 @@ class Children:
         """Start ``target(channel, stop, *args)`` (a module-level function: it is pickled)
         in a child process named ``name``."""
         ours, theirs = _CONTEXT.Pipe()
-        stop = _CONTEXT.Event()
+        listener, asker = _CONTEXT.Pipe(duplex=False)
         process = _CONTEXT.Process(
             target=child_main,
-            args=(target, os.getpid(), theirs, stop, args),
+            args=(target, os.getpid(), theirs, listener, args),
             name=f"consistent-demo-{name}",
             daemon=True,
         )
         with _sigint_ignored():
             process.start()
         theirs.close()
-        child = Child(name, process, ours, stop)
+        listener.close()
+        child = Child(name, process, ours, asker)
         self._children.append(child)
         return child
 
@@ -207,7 +234,7 @@ class Children:
         """Stop every child, the last started first (all are asked at once, so that they
         stop together)."""
         for child in self._children:
-            child.stop_event.set()
+            child.request_stop()
         while self._children:
             child = self._children.pop()
             try:

@@ -223,7 +223,7 @@ def run_workload(
 
         wait_until(started + settings.seconds, threading.Event(), tick, 1.0 / settings.refresh)
         for client in clients:
-            client.stop_event.set()
+            client.request_stop()
         dropped = sum(client.receive(_STOP_SECONDS) for client in clients)
         elapsed = time.monotonic() - started
         for index, tally in enumerate(tallies):

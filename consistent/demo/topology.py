@@ -29,7 +29,6 @@ from consistent.emulator.replication.threaded import TopologyThread
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-    from multiprocessing.synchronize import Event
 
 __all__ = [
     "DELAY_SECONDS",
@@ -160,7 +159,7 @@ def _describe_emulated(spec: TopologySpec, thread: TopologyThread) -> tuple[str,
 _START_SECONDS: Final = 60.0
 
 
-def serve_topology(channel: Connection, stop: Event, seed: int) -> None:
+def serve_topology(channel: Connection, stop: threading.Event, seed: int) -> None:
     """The topology process (see :mod:`consistent.demo.processes`): start the topology of
     :func:`emulated_spec` (built here: a spec does not pickle), send
     ``("ready", (endpoints, description))``, then answer ``("catch_up", timeout)`` requests
