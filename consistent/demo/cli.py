@@ -71,7 +71,7 @@ DESCRIPTION: Final = f"""\
 Run the whole product on this machine, from workload to staleness report.
 
   consistent demo                             # {_DEFAULTS.seconds:g} s of workload, then Spark
-  consistent demo --seconds 20 --sessions 16  # shorter
+  consistent demo --seconds 20                # shorter
   consistent demo --skip-analysis             # the workload only: no Spark, no Java
   consistent demo --mariadb                   # on real MariaDB servers (mariadbd)
 
@@ -79,7 +79,10 @@ It starts a replication topology (emulated MySQL by default, real MariaDB with -
 primary, two replicas with realistic and bursty lag, and a delayed replica in a chain.  Then
 the proxy in front of it, a lag sampler, and sessions that write then read back, through the
 DB-API wrapper and through the proxy, at every consistency level, all traced to OUT/traces/.
-The clients check each read on the data (did it see the session's own write?).  Spark then
+The topology, the proxy and the clients (one process per path) run in processes of
+their own.  The clients check each read on the data (did it see the session's own write?);
+each replica's measured median lag is shown beside its model's, with a warning when the
+machine is too loaded to keep to the model.  Spark then
 analyses the traces (OUT/analysis/report.html) and the headline table sets the audit's
 findings beside what the clients saw.
 

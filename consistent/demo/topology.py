@@ -165,7 +165,7 @@ def serve_topology(channel: Connection, stop: threading.Event, seed: int) -> Non
     ``("ready", (endpoints, description))``, then answer ``("catch_up", timeout)`` requests
     with ``("caught_up", None)`` until ``stop`` is set."""
     spec = emulated_spec(seed)
-    with TopologyThread(spec, host=_LOOPBACK) as thread:
+    with TopologyThread(spec, host=_LOOPBACK, fast_loop=True) as thread:
         channel.send(("ready", (thread.endpoints, _describe_emulated(spec, thread))))
         while not stop.is_set():
             if not channel.poll(0.2):
