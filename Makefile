@@ -12,7 +12,7 @@ NATIVE := $(VENV)/.native
 PYTEST_ARGS ?=
 
 .PHONY: all venv venv-demo native clean-native system-deps demo lint format test test-fast \
-	test-sqlalchemy test-pymysql bench clean
+	test-sqlalchemy test-sqlalchemy-async test-pymysql bench clean
 
 all: test
 
@@ -74,6 +74,10 @@ test-fast: venv native
 # SQLAlchemy's dialect compliance suite on real MariaDB, mysql+consistent beside mysql+pymysql.
 test-sqlalchemy: venv system-deps native
 	$(PY) tests/sqlalchemy_compliance/run.py
+
+# The same with the asyncio pair: mysql+consistent_async against mysql+aiomysql.
+test-sqlalchemy-async: venv system-deps native
+	$(PY) tests/sqlalchemy_compliance/run.py --form async
 
 # PyMySQL's own test suite on real MariaDB, directly and through consistent.connect (the suite is
 # downloaded from PyPI); fails on a test that passes directly only, unless README.md lists it.

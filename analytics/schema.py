@@ -155,8 +155,11 @@ def _gtid(name: str) -> tuple[StructField, ...]:
 _STATEMENT_ATTRIBUTES: Final = (
     _s("consistent.record.kind"),
     _s("db.system.name"),
+    _s("db.system"),
     _s("server.address"),
     _i("server.port"),
+    _s("db.namespace"),
+    _s("db.collection.name"),
     _s("db.operation.name"),
     _s("db.query.text"),
     _s("db.response.status_code"),

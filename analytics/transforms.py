@@ -46,9 +46,15 @@ __all__ = [
     "statements",
 ]
 
-#: Span names of the two record kinds (``consistent.trace``).
+#: The two record kinds' names in the contract (``consistent.trace``).  Records are told apart
+#: by their ``consistent.record.kind`` attribute, never by span name: a statement span is named
+#: by the database conventions (``SELECT orders``).
 STATEMENT_SPAN: Final = "consistent.statement"
 LAG_SAMPLE_SPAN: Final = "consistent.lag_sample"
+#: The attribute that says which kind a record is, and its values.
+RECORD_KIND: Final = "consistent.record.kind"
+STATEMENT_RECORD: Final = "statement"
+LAG_SAMPLE_RECORD: Final = "lag_sample"
 
 # --- OTLP requests to spans --------------------------------------------------------------------
 
@@ -104,26 +110,31 @@ def _typed_columns(schema: StructType, attributes: Column) -> list[Column]:
     ]
 
 
-def _records(spans: DataFrame, span_name: str, schema: StructType) -> DataFrame:
+def _record_kind(attributes: Column) -> Column:
+    return attributes[RECORD_KIND]["stringValue"]
+
+
+def _records(spans: DataFrame, record_kind: str, schema: StructType) -> DataFrame:
     attributes = F.map_from_entries("attributes")
     base = [F.col(field.name) for field in BASE_FIELDS]
     typed = _typed_columns(schema, attributes)
-    return spans.where(F.col("name") == F.lit(span_name)).select(*base, *typed)
+    kind = _record_kind(attributes)
+    return spans.where(kind == F.lit(record_kind)).select(*base, *typed)
 
 
 def statements(spans: DataFrame) -> DataFrame:
     """One typed row per statement span (:data:`analytics.schema.STATEMENT`); attributes a
     record lacks, or carries with the wrong type, are null."""
-    return _records(spans, STATEMENT_SPAN, STATEMENT)
+    return _records(spans, STATEMENT_RECORD, STATEMENT)
 
 
 def lag_samples(spans: DataFrame) -> DataFrame:
     """One typed row per lag sample span (:data:`analytics.schema.LAG_SAMPLE`)."""
-    return _records(spans, LAG_SAMPLE_SPAN, LAG_SAMPLE)
+    return _records(spans, LAG_SAMPLE_RECORD, LAG_SAMPLE)
 
 
-#: Values of the ``record`` column of :func:`records`, by span name.
-RECORD_NAMES: Final = {STATEMENT_SPAN: "statement", LAG_SAMPLE_SPAN: "lag_sample"}
+#: Values of the ``record`` column of :func:`records`, by record kind name.
+RECORD_NAMES: Final = {STATEMENT_SPAN: STATEMENT_RECORD, LAG_SAMPLE_SPAN: LAG_SAMPLE_RECORD}
 
 
 def records(spans: DataFrame) -> DataFrame:
@@ -139,12 +150,9 @@ def records(spans: DataFrame) -> DataFrame:
             _typed_columns(schema, attributes), attribute_fields(schema), strict=True
         ):
             columns.setdefault(field.name, column)
-    kind = F.col("name")
-    record = F.when(kind == STATEMENT_SPAN, F.lit("statement")).when(
-        kind == LAG_SAMPLE_SPAN, F.lit("lag_sample")
-    )
-    return spans.where(kind.isin(*RECORD_NAMES)).select(
-        record.alias("record"),
+    kind = _record_kind(attributes)
+    return spans.where(kind.isin(*RECORD_NAMES.values())).select(
+        kind.alias("record"),
         *[F.col(field.name) for field in BASE_FIELDS],
         *columns.values(),
     )

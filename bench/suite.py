@@ -262,6 +262,36 @@ def dbapi_rows(figures: Figures) -> list[Row]:
     return overhead + read_cost + lag
 
 
+def aio_rows(figures: Figures) -> list[Row]:
+    backends = mapping(figures, "backends")
+    if not backends:
+        raise UnexpectedFigures("no backend measured")
+    overhead, read_cost = [], []
+    for key, label in DBAPI_BACKENDS:
+        if key not in backends:
+            continue
+        a, b = mapping(backends, key, "a"), mapping(backends, key, "b")
+        overhead.append(
+            Row(
+                "asyncio form overhead vs raw aiomysql",
+                f"no replicas / raw aiomysql ({label})",
+                ratio(number(a, "ratio")),
+                f"{number(a, 'ours_us'):,.0f} vs {number(a, 'raw_us'):,.0f} us/stmt "
+                f"(medians), {number(a, 'statements'):,.0f} stmts each",
+            )
+        )
+        read_cost.append(
+            Row(
+                "asyncio read_own_writes latency vs eventual",
+                f"caught-up replica read, read_own_writes / eventual ({label})",
+                ratio(number(b, "ratio")),
+                f"{number(b, 'row_us'):,.0f} vs {number(b, 'eventual_us'):,.0f} us (medians), "
+                f"{number(b, 'row_waits'):.0f} waits in {number(b, 'reads'):,.0f} reads",
+            )
+        )
+    return overhead + read_cost
+
+
 def tracing_rows(figures: Figures) -> list[Row]:
     area = "tracing overhead"
     on = number(figures, "modes", "on", "us_per_statement")
@@ -536,6 +566,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("gtid", "bench/gtid.py", (), 240, gtid_rows, area="GTID ops"),
     Script("classify", "bench/classify.py", (), 240, classify_rows, area="classification"),
     Script("dbapi", "bench/dbapi.py", ("--scale", "2"), 600, dbapi_rows, area="DB-API wrapper"),
+    Script("aio", "bench/aio.py", ("--scale", "2"), 600, aio_rows, area="asyncio form"),
     Script("tracing", "bench/tracing.py", (), 300, tracing_rows, area="tracing overhead"),
     Script("emulator", "bench/emulator.py", (), 300, emulator_rows, area="emulator speed"),
     Script(

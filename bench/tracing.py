@@ -66,10 +66,14 @@ def _workload(conn: Any, statements: int) -> None:
         cur.execute(update, (k,))
 
 
+# How a statement record's kind is written (its span name is the statement's operation).
+_STATEMENT_RECORD = '{"key":"consistent.record.kind","value":{"stringValue":"statement"}}'
+
+
 def _spans_in(directory: Path) -> int:
     """Statement spans written to the trace files of ``directory`` (lines hold batches)."""
     return sum(
-        path.read_text(encoding="utf-8").count('"name":"consistent.statement"')
+        path.read_text(encoding="utf-8").count(_STATEMENT_RECORD)
         for path in directory.glob("*.jsonl")
     )
 

@@ -44,6 +44,7 @@ COMPILED: Final[tuple[str, ...]] = (
     "consistent.policy.selection",
     "consistent.policy.states",
     "consistent.policy.session",
+    "proxy.histogram",
     "proxy.stream",
     "proxy.relay",
     "proxy.statements",

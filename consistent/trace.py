@@ -7,14 +7,17 @@ nothing else.  Every name is a constant here, and the whole contract is also dat
 :func:`schema_markdown` renders the table the README shows.
 
 Records are OpenTelemetry spans, written as OTLP JSON (one ``ExportTraceServiceRequest`` per
-line, see :mod:`consistent.telemetry.exporter`).  Two kinds exist, told apart by the span name
-and by :data:`RECORD_KIND`:
+line, see :mod:`consistent.telemetry.exporter`).  Two kinds exist, told apart by
+:data:`RECORD_KIND` (readers key on it, never on span names):
 
 * :data:`STATEMENT_SPAN`, one per routed statement (the wrapper and the proxy alike): where it
   went, why, what it waited for and how long.  Attributes follow OpenTelemetry's database
-  semantic conventions where they apply (``db.system.name``, ``server.address``,
-  ``server.port``, ``db.operation.name``, ``db.query.text``), then our ``consistent.*`` ones.
-  The span's own start and end are the statement's start and end, waits included.
+  semantic conventions where they apply (``db.system.name``, ``db.namespace``,
+  ``db.collection.name``, ``server.address``, ``server.port``, ``db.operation.name``,
+  ``db.query.text``), then our ``consistent.*`` ones; so does the span's name,
+  ``{db.operation.name} {db.collection.name}`` (``SELECT orders``; ``SELECT`` when the
+  statement has no single table; see :func:`statement_span_name`).  The span's own start and
+  end are the statement's start and end, waits included.
 * :data:`LAG_SAMPLE_SPAN`, one per replica per poll of the lag sampler: the WL#7374
   performance_schema fields on MySQL (reference §6.1), ``SHOW ALL SLAVES STATUS`` and the GTID
   positions on MariaDB.  All timestamps are integer microseconds since the epoch (UTC).
@@ -59,6 +62,7 @@ __all__ = [
     "lag_stage_attribute",
     "schema_markdown",
     "span_spec",
+    "statement_span_name",
 ]
 
 #: A span attribute's value as recorded (OTLP ``AnyValue`` restricted to scalars).
@@ -69,7 +73,8 @@ SCOPE_NAME: Final = "consistent"
 
 # --- span names --------------------------------------------------------------------------------
 
-#: One routed statement.
+#: One routed statement: the record kind's name in this contract.  The span itself is named by
+#: the database conventions (:func:`statement_span_name`).
 STATEMENT_SPAN: Final = "consistent.statement"
 #: One replica's replication state, sampled by the lag sampler.
 LAG_SAMPLE_SPAN: Final = "consistent.lag_sample"
@@ -78,6 +83,13 @@ LAG_SAMPLE_SPAN: Final = "consistent.lag_sample"
 
 #: ``mysql`` or ``mariadb``.
 DB_SYSTEM_NAME: Final = "db.system.name"
+#: The same, under the name earlier versions of the conventions used (still read by many
+#: tracing back-ends).
+DB_SYSTEM: Final = "db.system"
+#: The schema (database) the session uses, when it has one.
+DB_NAMESPACE: Final = "db.namespace"
+#: The statement's one table, as written (``shop.orders``), when it names exactly one.
+DB_COLLECTION_NAME: Final = "db.collection.name"
 #: The server's host name or address, as configured.
 SERVER_ADDRESS: Final = "server.address"
 #: The server's TCP port.
@@ -320,6 +332,8 @@ class SpanSpec:
     span_kind: SpanKind
     description: str
     attributes: tuple[AttributeSpec, ...]
+    #: How its spans are named (Markdown).
+    naming: str = ""
 
     def attribute(self, name: str) -> AttributeSpec | None:
         """The spec of attribute ``name``, or ``None`` when the kind has no such attribute."""
@@ -405,8 +419,11 @@ _ERROR = AttributeSpec(ERROR_TYPE, AttrType.STRING, "exception class (failures o
 STATEMENT_ATTRIBUTES: Final = (
     AttributeSpec(RECORD_KIND, AttrType.STRING, "record kind", True, (RecordKind.STATEMENT,)),
     _SYSTEM,
+    AttributeSpec(DB_SYSTEM, AttrType.STRING, "mysql or mariadb (older name)", True, DB_SYSTEMS),
     _ADDRESS,
     _PORT,
+    AttributeSpec(DB_NAMESPACE, AttrType.STRING, "the session's schema, when it has one"),
+    AttributeSpec(DB_COLLECTION_NAME, AttrType.STRING, "the statement's one table, as written"),
     AttributeSpec(DB_OPERATION_NAME, AttrType.STRING, "first keyword, upper-case"),
     AttributeSpec(DB_QUERY_TEXT, AttrType.STRING, "statement text, literals masked (opt-in)"),
     AttributeSpec(DB_RESPONSE_STATUS_CODE, AttrType.STRING, "server errno (failures only)"),
@@ -494,6 +511,8 @@ SPANS: Final = (
         SpanKind.CLIENT,
         "one routed statement, waits included",
         STATEMENT_ATTRIBUTES,
+        "`{db.operation.name} {db.collection.name}` (`SELECT orders`), or `{db.operation.name}` "
+        "alone when the statement has no single table (`SELECT`, `COMMIT`)",
     ),
     SpanSpec(
         LAG_SAMPLE_SPAN,
@@ -501,6 +520,7 @@ SPANS: Final = (
         SpanKind.INTERNAL,
         "one replica's replication state at one poll",
         LAG_SAMPLE_ATTRIBUTES,
+        f"`{LAG_SAMPLE_SPAN}`",
     ),
 )
 
@@ -578,11 +598,24 @@ _PYTHON_TYPES: Final[Mapping[AttrType, tuple[type, ...]]] = {
 
 
 def span_spec(name: str) -> SpanSpec | None:
-    """The record kind whose span name is ``name``."""
+    """The record kind named ``name`` (:data:`STATEMENT_SPAN`, :data:`LAG_SAMPLE_SPAN`) or
+    whose :data:`RECORD_KIND` value is ``name``."""
     for spec in SPANS:
-        if spec.name == name:
+        if name in (spec.name, spec.record_kind.value):
             return spec
     return None
+
+
+def statement_span_name(operation: str, collection: str | None, system: str) -> str:
+    """A statement span's name, as the database conventions build it: ``{db.operation.name}
+    {target}`` with the table as the target (``SELECT orders``), the operation alone when
+    there is no single table, the system's name when there is no operation either.
+
+    https://opentelemetry.io/docs/specs/semconv/database/database-spans/#name
+    """
+    if not operation:
+        return system
+    return f"{operation} {collection}" if collection else operation
 
 
 def _type_ok(kind: AttrType, value: object) -> bool:
@@ -592,12 +625,14 @@ def _type_ok(kind: AttrType, value: object) -> bool:
 
 
 def check_attributes(span_name: str, attributes: Mapping[str, object]) -> tuple[str, ...]:
-    """Every way ``attributes`` (decoded to Python values) break the contract of span
-    ``span_name``: unknown span, unknown or missing attributes, wrong types, values outside the
-    allowed set.  Empty when the record conforms."""
-    spec = span_spec(span_name)
+    """Every way ``attributes`` (decoded to Python values) break the contract of the record
+    kind their :data:`RECORD_KIND` names (``span_name`` is only quoted in the problems):
+    unknown kind, unknown or missing attributes, wrong types, values outside the allowed set.
+    Empty when the record conforms."""
+    kind = attributes.get(RECORD_KIND)
+    spec = span_spec(kind) if isinstance(kind, str) else None
     if spec is None:
-        return (f"unknown span name {span_name!r}",)
+        return (f"{span_name!r} has no known {RECORD_KIND} ({kind!r})",)
     problems: list[str] = []
     for name, value in attributes.items():
         attr = spec.attribute(name)
@@ -631,6 +666,8 @@ def schema_markdown() -> str:
     for span in SPANS:
         out += [
             f"### `{span.name}` ({span.description}; kind {span.span_kind.name})",
+            "",
+            f"Records with `{RECORD_KIND}` = `{span.record_kind.value}`; span name: {span.naming}.",
             "",
             "| attribute | type | required | meaning | values |",
             "|---|---|---|---|---|",

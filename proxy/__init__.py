@@ -22,7 +22,9 @@ Modules, from the socket up:
 ``session``        commands, routing (fast path), completion
 ``server``         the listener, the sessions, the monitors, reload and graceful shutdown
 ``admission``      the limits on logins in progress, per client address and in all
-``admin``          HTTP ``/metrics`` (Prometheus) and ``/status`` (JSON) on loopback
+``histogram``      duration buckets, bound to backend connections (one increment a statement)
+``metrics``        the Prometheus families: counters, histograms, backends' health and lag
+``admin``          HTTP(S) ``/metrics`` (Prometheus) and ``/status`` (JSON), token required
 ``config``         the TOML configuration and its command-line overrides
 ``cli``            ``consistent proxy --config FILE`` (``python -m proxy`` too)
 ``logformat``      the text and JSON log formats (one line per record, controls escaped)

@@ -1,8 +1,10 @@
 """The admin HTTP endpoint: ``/metrics`` (Prometheus text) and ``/status`` (JSON).
 
-It listens on a loopback address only (the configuration refuses anything else) and every
-request needs the configured token, as ``Authorization: Bearer <token>`` or ``?token=<token>``;
-the comparison is constant-time.  The server is a deliberately small HTTP/1.0-style responder
+It listens where the configuration says (loopback by default; any address is allowed, and
+every request needs the configured token wherever it listens), as ``Authorization: Bearer
+<token>`` or ``?token=<token>``; the comparison is constant-time.  With ``tls_cert`` and
+``tls_key`` configured it speaks HTTPS (stdlib ``ssl``), which a token sent over a network
+deserves.  The server is a deliberately small HTTP/1.0-style responder
 on asyncio streams: GET only, one request per connection, bounded request size and time.
 """
 
@@ -10,14 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hmac
 import json
 import logging
+import ssl
 from collections.abc import Callable
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
-from proxy.config import AdminConfig
+from proxy.config import AdminConfig, ConfigError
 
 __all__ = ["AdminServer"]
 
@@ -45,8 +49,6 @@ class AdminServer:
         metrics: Callable[[], bytes],
         status: Callable[[], object],
     ) -> None:
-        if not config.listen.is_loopback:
-            raise ValueError("the admin endpoint listens on loopback addresses only")
         self._config = config
         self._metrics = metrics
         self._status = status
@@ -60,12 +62,28 @@ class AdminServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self) -> None:
-        listen = self._config.listen
-        self._server = await asyncio.start_server(self._accept, listen.host, listen.port)
+        config = self._config
+        context = None
+        if config.tls_cert is not None and config.tls_key is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            try:
+                context.load_cert_chain(config.tls_cert, config.tls_key)
+            except (OSError, ssl.SSLError) as e:
+                raise ConfigError(f"[admin] tls_cert/tls_key cannot be loaded: {e}") from e
+        listen = config.listen
+        self._server = await asyncio.start_server(
+            self._accept, listen.host, listen.port, ssl=context
+        )
+        if not listen.is_loopback:
+            logger.warning(
+                "the admin endpoint listens on %s, beyond this machine (%s)",
+                listen.name,
+                "HTTPS" if context is not None else "plain HTTP: the token travels in clear",
+            )
 
     def set_token(self, config: AdminConfig) -> None:
-        """A reload may change the token (not the address)."""
-        self._config = AdminConfig(self._config.listen, config.token)
+        """A reload may change the token (not the address nor the certificate)."""
+        self._config = dataclasses.replace(self._config, token=config.token)
 
     async def close(self) -> None:
         if self._server is not None:

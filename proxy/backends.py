@@ -59,6 +59,7 @@ from consistent.protocol import ServerStatus
 from proxy.config import Address
 from proxy.errors import BackendUnavailable
 from proxy.handshake import BackendLogin, BackendLoginError, login_backend
+from proxy.histogram import Histogram
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay, parse_response
 from proxy.stream import ConnectionClosed, PacketEndpoint, frame_command, header
 
@@ -105,11 +106,23 @@ class Credentials:
 class BackendConnection(PacketEndpoint):
     """One authenticated connection to a server (see the module docstring)."""
 
-    def __init__(self, name: str, address: Address, *, max_payload: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        address: Address,
+        *,
+        max_payload: int,
+        statement_duration: Histogram | None = None,
+    ) -> None:
         super().__init__(max_payload=max_payload)
         #: ``"primary"`` or the replica's name (its address).
         self.name = name
         self.address = address
+        #: The server's statement-duration histogram, bound here so that the session observes
+        #: a statement's duration without looking it up by label.
+        self.statement_duration = (
+            statement_duration if statement_duration is not None else Histogram()
+        )
         self.login: BackendLogin | None = None
         #: Negotiated capabilities (and MariaDB extended ones).
         self.caps = 0
@@ -362,10 +375,15 @@ class BackendServer:
         max_payload: int,
         tls_context: ssl.SSLContext | None,
         deadlines: Deadlines | None = None,
+        statement_duration: Histogram | None = None,
     ) -> None:
         self.name = name
         self.address = address
         self.role = ServerRole.PRIMARY if name == PRIMARY else ServerRole.REPLICA
+        #: Bound to every connection opened (see :class:`BackendConnection`).
+        self.statement_duration = (
+            statement_duration if statement_duration is not None else Histogram()
+        )
         self.connect_timeout = connect_timeout
         #: The deadlines of the connections opened from now on.
         self.deadlines = deadlines if deadlines is not None else Deadlines()
@@ -386,7 +404,12 @@ class BackendServer:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 _transport, conn = await loop.create_connection(
-                    lambda: BackendConnection(self.name, address, max_payload=self.max_payload),
+                    lambda: BackendConnection(
+                        self.name,
+                        address,
+                        max_payload=self.max_payload,
+                        statement_duration=self.statement_duration,
+                    ),
                     address.host,
                     address.port,
                 )

@@ -94,7 +94,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--admin-listen",
         metavar="HOST:PORT",
-        help="the admin endpoint, /metrics and /status, on loopback (overrides admin.listen)",
+        help="the admin endpoint, /metrics and /status (overrides admin.listen)",
     )
     parser.add_argument(
         "--log-level",

@@ -16,6 +16,7 @@ Example (every key but ``backends.primary`` and one user is optional)::
     connect_timeout = 10.0           # handshake deadline: accept to login OK, TLS included
     shutdown_timeout = 10.0
     read_only_functions = ["shop.price", "fmt"]   # user functions that only read
+    tracer_provider = "global"       # statement spans to the process's OpenTelemetry provider
 
     [tls]                            # TLS to clients (optional)
     cert = "proxy.pem"
@@ -43,9 +44,11 @@ Example (every key but ``backends.primary`` and one user is optional)::
     backend_user = "app"             # defaults to [backends] user/password
     backend_password = "..."
 
-    [admin]                          # HTTP /metrics and /status, on 127.0.0.1 only
-    listen = "127.0.0.1:9033"
-    token = "change-me-to-a-long-random-token"   # at least 8 characters
+    [admin]                          # HTTP(S) /metrics and /status
+    listen = "127.0.0.1:9033"        # another address exposes it beyond this machine
+    token = "change-me-to-a-long-random-token"   # at least 8 characters, always required
+    tls_cert = "admin.pem"           # HTTPS (optional; both or neither)
+    tls_key = "admin.key"
 
 Relative paths are relative to the file.  Every secret field is excluded from ``repr`` so that a
 configuration can be logged.  :func:`load` builds the frozen :class:`ProxyConfig`;
@@ -203,10 +206,13 @@ class BackendsConfig:
 
 @dataclass(frozen=True, slots=True)
 class AdminConfig:
-    """The admin HTTP endpoint; only loopback addresses are accepted."""
+    """The admin HTTP endpoint: every request needs the token, wherever it listens; with a
+    certificate and key it speaks HTTPS."""
 
     listen: Address
     token: str = field(repr=False)
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +250,9 @@ class ProxyConfig:
     #: replica; every other function that is not a side-effect-free built-in sends the
     #: statement to the primary.
     read_only_functions: frozenset[str] = frozenset()
+    #: ``"global"``: statement spans go to the process's OpenTelemetry ``TracerProvider``
+    #: (:mod:`consistent.telemetry.appspans`) instead of the trace file.
+    tracer_provider: str | None = None
     #: Where the file was read from (reloads read it again).
     source: Path | None = None
 
@@ -269,6 +278,7 @@ _TOP_KEYS: Final = frozenset(
         "shutdown_timeout",
         "server_version",
         "read_only_functions",
+        "tracer_provider",
         "tls",
         "backends",
         "users",
@@ -460,17 +470,38 @@ def _tls(data: Mapping[str, Any], base: Path | None) -> TlsConfig | None:
     )
 
 
-def _admin(data: Mapping[str, Any]) -> AdminConfig | None:
+def _admin(data: Mapping[str, Any], base: Path | None) -> AdminConfig | None:
     if "admin" not in data:
         return None
-    a = _table(data, "admin", frozenset({"listen", "token"}))
+    a = _table(data, "admin", frozenset({"listen", "token", "tls_cert", "tls_key"}))
     listen = Address.parse(a.get("listen", "127.0.0.1:9033"))
-    if not listen.is_loopback:
-        raise ConfigError(f"the admin endpoint listens on loopback only, not {listen}")
     token = _text(a.get("token", ""), "admin.token")
+    if not listen.is_loopback and not token:
+        raise ConfigError(
+            f"admin.listen {listen.name} is not a loopback address: the admin endpoint "
+            "needs admin.token (at least 8 characters) to listen there"
+        )
     if len(token) < 8:
         raise ConfigError("admin.token must be at least 8 characters")
-    return AdminConfig(listen, token)
+    if ("tls_cert" in a) != ("tls_key" in a):
+        raise ConfigError("[admin] needs both tls_cert and tls_key for HTTPS, or neither")
+    return AdminConfig(
+        listen,
+        token,
+        tls_cert=_path(a["tls_cert"], "admin.tls_cert", base) if "tls_cert" in a else None,
+        tls_key=_path(a["tls_key"], "admin.tls_key", base) if "tls_key" in a else None,
+    )
+
+
+def _tracer_provider(value: object) -> str | None:
+    if value is None:
+        return None
+    if value != "global":
+        raise ConfigError(
+            'tracer_provider must be "global" (the OpenTelemetry provider of the process), '
+            f"not {value!r}"
+        )
+    return "global"
 
 
 def parse(data: Mapping[str, Any], *, source: Path | None = None) -> ProxyConfig:
@@ -516,8 +547,9 @@ def parse(data: Mapping[str, Any], *, source: Path | None = None) -> ProxyConfig
             _text(server_version, "server_version") if server_version is not None else None
         ),
         tls=_tls(data, base),
-        admin=_admin(data),
+        admin=_admin(data, base),
         read_only_functions=_functions(data.get("read_only_functions", [])),
+        tracer_provider=_tracer_provider(data.get("tracer_provider")),
         source=source,
     )
 

@@ -31,10 +31,11 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from consistent.classify import FunctionRules
-from consistent.flavors import Flavor, detect_flavor, flavor_by_name
+from consistent.flavors import Flavor, ServerRole, detect_flavor, flavor_by_name
 from consistent.policy import PRIMARY, AcknowledgedWrites, ReplicaKnowledge, format_token
 from consistent.protocol import Capability, ErrorCode, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
+from consistent.telemetry.appspans import provider_telemetry
 from proxy.admin import AdminServer
 from proxy.admission import LoginGate
 from proxy.backends import BackendServer, Credentials, HealthMonitor
@@ -47,7 +48,7 @@ from proxy.handshake import (
     login_ok,
     proxy_capabilities,
 )
-from proxy.metrics import ProxyMetrics
+from proxy.metrics import PRIMARY_ROLE, REPLICA_ROLE, BackendSample, ProxyMetrics, Snapshot
 from proxy.session import Session
 from proxy.stream import ConnectionClosed, PacketEndpoint, frame
 from proxy.threads import new_session_id
@@ -114,13 +115,16 @@ class ProxyServer:
         telemetry: Telemetry | None = None,
     ) -> None:
         self._config = config
-        #: Statement spans go here (the process's telemetry, from the environment, unless
-        #: one is given).
-        self._telemetry = telemetry if telemetry is not None else default_telemetry()
+        # Statement spans go to the process's telemetry (from the environment) unless one is
+        # given or the configuration names the process's OpenTelemetry provider.
+        if telemetry is None:
+            provider = config.tracer_provider
+            telemetry = provider_telemetry(provider) if provider else default_telemetry()
+        self._telemetry = telemetry
         self._knowledge = knowledge if knowledge is not None else ReplicaKnowledge()
         self._acknowledged = acknowledged if acknowledged is not None else AcknowledgedWrites()
         self._metrics = ProxyMetrics()
-        self._metrics.gauges = self._gauges
+        self._metrics.snapshot = self._snapshot
         self._authenticator = Authenticator(config.users)
         self._servers: dict[str, BackendServer] = {}
         self._monitor_tasks: set[asyncio.Task[None]] = set()
@@ -274,6 +278,9 @@ class ProxyServer:
                 max_payload=config.max_allowed_packet,
                 tls_context=self._backend_tls,
                 deadlines=b.deadlines,
+                statement_duration=self._metrics.statement_duration(
+                    address.name, PRIMARY_ROLE if name == PRIMARY else REPLICA_ROLE
+                ),
             )
             server.monitor = HealthMonitor(
                 server,
@@ -521,14 +528,35 @@ class ProxyServer:
 
     # ----------------------------------------------------------------- observability
 
-    def _gauges(self) -> dict[str, float]:
-        gauges: dict[str, float] = {
-            "sessions": len(self._sessions),
-            "logins_in_progress": self._gate.pending,
-        }
+    def _snapshot(self) -> Snapshot:
+        """The live state ``/metrics`` shows."""
+        backends = []
         for server in self._servers.values():
-            gauges[f"backend_connections{{{server.name}}}"] = server.open_connections
-        return gauges
+            monitor = server.monitor
+            replica = server.role is ServerRole.REPLICA
+            lag = read_only = None
+            if replica:
+                lag = self._knowledge.view(server.name).lag
+                protection = monitor.write_protection if monitor is not None else None
+                read_only = protection.read_only if protection is not None else None
+            backends.append(
+                BackendSample(
+                    target=server.name,
+                    backend=server.address.name,
+                    role=REPLICA_ROLE if replica else PRIMARY_ROLE,
+                    up=monitor is not None and monitor.healthy is True,
+                    open_connections=server.open_connections,
+                    connects=server.connects,
+                    connect_failures=server.connect_failures,
+                    lag_seconds=lag,
+                    read_only=read_only,
+                )
+            )
+        return Snapshot(
+            sessions=len(self._sessions),
+            logins_in_progress=self._gate.pending,
+            backends=tuple(backends),
+        )
 
     def status(self) -> dict[str, object]:
         """The ``/status`` document."""

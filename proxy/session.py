@@ -256,6 +256,7 @@ class Session(SlowPath):
             if relay.error is None:
                 self.policy.record_schema(schema)
                 self._schema = schema
+                self._tracer.set_namespace(schema)
 
         self._direct(PRIMARY, ResponseKind.SIMPLE, record)
 
@@ -695,6 +696,9 @@ class Session(SlowPath):
                     self._session_state_changed(d, self._conn)
                 if policy.in_transaction and d.target == PRIMARY:
                     policy.observe_status(PRIMARY, in_transaction=bool(relay.status & _IN_TRANS))
+                conn = self._conn
+                if conn is not None:
+                    conn.statement_duration.observe(time.monotonic() - self.command_at)
                 self.statements += 1
                 self._last = d
                 tally = self._tally
@@ -733,12 +737,15 @@ class Session(SlowPath):
             policy.on_error(d, connection_lost=False)
         if d.target == PRIMARY and policy.in_transaction:
             policy.observe_status(PRIMARY, in_transaction=bool(relay.status & _IN_TRANS))
+        if conn is not None:
+            conn.statement_duration.observe(time.monotonic() - self.command_at)
         self._account(d)
 
     def _session_state_changed(self, d: Decision, conn: BackendConnection | None) -> None:
         stmt = d.statement
         if stmt.schema is not None:
             self._schema = stmt.schema
+            self._tracer.set_namespace(stmt.schema)
         if conn is not None and "SESSION_TRACK" in d.sql.upper():
             conn.tracking = None  # the client changed the trackers: re-assert ours
 

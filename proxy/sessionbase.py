@@ -225,6 +225,7 @@ class SessionBase:
             session_id=f"proxy-{connection_id}-{int(self.started_at * 1000)}",
         )
         self._tracing = self._tracer.enabled
+        self._tracer.set_namespace(self._schema)
         self._span: StatementSpan = NOOP_SPAN
         # Bound once: every command hands them to a relay.
         self._done_cb = self._on_response

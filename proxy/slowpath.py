@@ -378,6 +378,7 @@ class SlowPath(ClientInput):
             self.charset = request.charset
         self.database = request.database or None
         self._schema = self.database
+        self._tracer.set_namespace(self._schema)
         self.policy.reset()
         self.policy.level = self._user_level or self._config.level
         self._reply_seq = (seq + 1) & 0xFF

@@ -64,6 +64,7 @@ from consistent.errors import (
 )
 from consistent.policy import AcknowledgedWrites, Level, OnTimeout, ReplicaKnowledge
 from consistent.telemetry import Telemetry
+from consistent.telemetry.appspans import chosen_telemetry
 
 __all__ = [
     "BINARY",
@@ -138,11 +139,15 @@ def connect(
     :func:`~consistent.telemetry.default_telemetry`, configured by the ``OTEL_*`` /
     ``CONSISTENT_TRACE_*`` environment variables (off unless one asks for an exporter).  A URL
     has no telemetry option: a pipeline is an object shared by connections, not a setting of
-    one, so pass ``telemetry=`` next to the URL.
+    one, so pass ``telemetry=`` next to the URL.  ``tracer_provider="global"`` (also a URL
+    option) or ``tracer_provider=<a TracerProvider>`` sends the statement spans to the
+    application's OpenTelemetry provider instead, as children of the application's current
+    span (:mod:`consistent.telemetry.appspans`).
     """
     params: dict[str, Any] = parse_url(dsn) if dsn is not None else {}
     params.update(kwargs)
     defer = bool(params.pop("defer_connect", defer_connect))
+    telemetry = chosen_telemetry(telemetry, params.pop("tracer_provider", None))
     config = build_config(**params)
     cls = cursor_class(cursorclass) if cursorclass is not None else None
     return Connection(

@@ -334,7 +334,9 @@ def _own_options() -> frozenset[str]:
     """The keywords ``consistent.connect`` takes itself (everything else goes to PyMySQL)."""
     named = inspect.signature(build_config).parameters.values()
     own = {p.name for p in named if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    return frozenset(own | {"dsn", "knowledge", "cursorclass", "telemetry", "replica"})
+    return frozenset(
+        own | {"dsn", "knowledge", "cursorclass", "telemetry", "tracer_provider", "replica"}
+    )
 
 
 def build_config(

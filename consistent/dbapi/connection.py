@@ -38,70 +38,45 @@ one and the span is :data:`~consistent.telemetry.NOOP_SPAN`: nothing is allocate
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import socket
-import time
 import warnings
-import weakref
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from consistent import errors
-from consistent.classify import Classification, FunctionRules, classify
+from consistent.classify import Classification, classify
 from consistent.dbapi import _pymysql
-from consistent.dbapi._flavor import FlavorSQL, detect_flavor, flavor_sql
 from consistent.dbapi._pymysql import TrackingConnection
 from consistent.dbapi.config import ConnectConfig, ServerSpec
+from consistent.dbapi.core import (
+    BEGIN,
+    BEGIN_READ_ONLY,
+    CALL,
+    COMMIT,
+    NAMES,
+    NOT_CONNECTED,
+    OPEN,
+    QUERY,
+    ROLLBACK,
+    VALUE,
+    Plan,
+    SessionCore,
+    Step,
+    check_resolves,
+    weak_observer,
+)
 from consistent.dbapi.cursor import Cursor, SSCursor, cursor_class
 from consistent.dbapi.links import ServerLink
 from consistent.dbapi.monitor import process_monitors
-from consistent.dbapi.pending import PendingGtids, parse_tracked
-from consistent.gtid import GtidState
-from consistent.policy import (
-    END_TRANSACTION,
-    PRIMARY,
-    AcknowledgedWrites,
-    Action,
-    Decision,
-    Level,
-    ReplicaKnowledge,
-    SessionPolicy,
-    Tracking,
-    WaitOutcome,
-    process_acknowledged,
-    process_knowledge,
-)
-from consistent.policy.deadlines import wait_deadline
-from consistent.protocol.constants import ClientErrno
-from consistent.telemetry import (
-    NOOP_SPAN,
-    NOOP_TRACER,
-    StatementSpan,
-    StatementTracer,
-    Telemetry,
-    default_telemetry,
-)
+from consistent.policy import PRIMARY, AcknowledgedWrites, ReplicaKnowledge
+from consistent.telemetry import NOOP_SPAN, Telemetry
 
 __all__ = ["Connection"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-_BEGIN: Final = classify("BEGIN")
-_BEGIN_READ_ONLY: Final = classify("START TRANSACTION READ ONLY")
-_COMMIT: Final = classify("COMMIT")
-_ROLLBACK: Final = classify("ROLLBACK")
-_PRIMARY_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
-#: What a connection opened with ``defer_connect=True`` says until ``connect()``; raised as
-#: ``InterfaceError(0, …)``, as PyMySQL raises ``InterfaceError(0, '')`` on an unopened one.
-_NOT_CONNECTED: Final = "not connected yet (defer_connect=True): call connect() first"
-
-
-class _ReplayFailed(Exception):
-    """Session state could not be replayed on a replica connection."""
 
 
 class _Autocommit:
@@ -131,7 +106,7 @@ class _Autocommit:
         return repr(bool(self))
 
 
-class Connection:
+class Connection(SessionCore):
     """A PEP 249 connection that sends reads to replicas when the consistency level allows.
 
     Create it with :func:`consistent.dbapi.connect`.  Beyond PEP 249: ``token`` /
@@ -142,18 +117,17 @@ class Connection:
     ``None``).  ``knowledge`` and ``acknowledged`` default to the process's
     (:func:`~consistent.policy.process_knowledge`,
     :func:`~consistent.policy.process_acknowledged` of the primary's ``host:port``).
+
+    The session's logic lives in :class:`~consistent.dbapi.core.SessionCore`; this class
+    drives its plans with PyMySQL's blocking calls (:meth:`_drive`).
     """
 
-    Warning = errors.Warning
-    Error = errors.Error
-    InterfaceError = errors.InterfaceError
-    DatabaseError = errors.DatabaseError
-    DataError = errors.DataError
-    OperationalError = errors.OperationalError
-    IntegrityError = errors.IntegrityError
-    InternalError = errors.InternalError
-    ProgrammingError = errors.ProgrammingError
-    NotSupportedError = errors.NotSupportedError
+    _primary: ServerLink
+    _replicas: dict[str, ServerLink]
+    # The primary's connection while statements may go straight to it: with no replica
+    # there is nothing to route, and this path is all such a connection costs over
+    # PyMySQL (its OK packets still feed the token).  See _refresh_direct.
+    _direct: TrackingConnection | None
 
     def __init__(
         self,
@@ -165,56 +139,70 @@ class Connection:
         telemetry: Telemetry | None = None,
         defer_connect: bool = False,
     ) -> None:
-        # The span of the statement running now.  Set first: the primary's OK packets reach
-        # _on_ok while connecting, before the policy (and the tracer) exist.
-        self._span: StatementSpan = NOOP_SPAN
-        self._tracer: StatementTracer = NOOP_TRACER
-        self._config = config
-        self._closed = False
-        self._lost: str | None = None
-        # The primary's connection while statements may go straight to it: with no replica
-        # there is nothing to route, and this path is all such a connection costs over
-        # PyMySQL (its OK packets still feed the token).  See _refresh_direct.
-        self._direct: TrackingConnection | None = None
-        self._policy_or_none: SessionPolicy | None = None
-        self._pending: PendingGtids | None = None
+        self._init_core(config, knowledge=knowledge, acknowledged=acknowledged, telemetry=telemetry)
         self._cursorclass: type[Cursor] = cursorclass or Cursor
         self._cursor_classes: dict[type[Any], type[Cursor]] = {}
-        self.last_decision: Decision | None = None
-        # Where the last cursor statement ran: ``affected_rows()`` asks that server's link.
-        self._query_target = PRIMARY
+        # The function the running statement's CALL step calls (see _drive).
+        self._call: Callable[[TrackingConnection], Any] | None = None
         # The mapping ``escape()`` uses, shared with the primary's PyMySQL connection (so that
         # changes a caller makes to ``conn.encoders`` apply) and kept across reconnects.
         self._encoders: dict[Any, Any] = _pymysql.encoders_for(config.options.get("conv"))
-        # ``(charset, collation)`` set with set_character_set(); replica connections follow it.
-        self._names: tuple[str, str | None] | None = None
-        self._knowledge_arg = knowledge
-        self._telemetry_arg = telemetry
-        # Until the primary's handshake names its family, only built-ins of both are safe.
-        self._functions = FunctionRules(None, config.read_only_functions)
-        # Every OK packet of the primary feeds the acknowledged state as it arrives (_on_ok),
-        # whatever the level, so that read_all_writes sessions of the process see the write.
-        self._acknowledged = (
-            acknowledged if acknowledged is not None else process_acknowledged(config.primary.name)
-        )
-        self._replicas: dict[str, ServerLink] = {}
         for spec in config.replicas:
-            _check_resolves(spec)
+            check_resolves(spec)
         primary_options = config.server_options(config.primary, replica=False)
         primary_options["autocommit"] = config.autocommit
-        self._observer = _weak_observer(self)
+        self._observer = weak_observer(self)
         self._primary = ServerLink(
             PRIMARY, config.primary, primary_options, replica=False, observer=self._observer
         )
         if defer_connect:
-            self._lost = _NOT_CONNECTED
+            self._lost = NOT_CONNECTED
         else:
             self._open()
+
+    # ------------------------------------------------------------------ the driver
+
+    def _drive(self, plan: Plan[T], run: Callable[[TrackingConnection], Any] | None = None) -> T:
+        """Run ``plan`` to its end, performing each step with PyMySQL (``run`` is what its
+        ``CALL`` step calls)."""
+        result: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                step = plan.send(result) if error is None else plan.throw(error)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            error = None
+            try:
+                result = self._perform(step, run)
+            except Exception as exc:
+                result = None
+                error = exc
+
+    def _perform(self, step: Step, run: Callable[[TrackingConnection], Any] | None) -> Any:
+        kind, link, arg = step
+        assert isinstance(link, ServerLink)
+        if kind is CALL:
+            assert run is not None
+            return run(link.connection(None))
+        if kind is OPEN:
+            return link.connection(self._flavor if link.replica else None)
+        raw = link.raw
+        if raw is None:
+            raise errors.InterfaceError(0, "")  # dropped: a lost connection, as PyMySQL says
+        if kind is QUERY:
+            raw.query(arg)
+            return None
+        if kind is VALUE:
+            sql, timeout = arg
+            return _pymysql.query_value(raw, sql, timeout=timeout)
+        assert kind is NAMES
+        raw.set_character_set(*arg)
+        return None
 
     def _open(self) -> None:
         """Connect to the primary for the first time: learn the flavour, create the session."""
         config = self._config
-        knowledge = self._knowledge_arg
         try:
             raw = self._primary.connection(None)
         except Exception as exc:
@@ -222,32 +210,11 @@ class Connection:
                 exc, prefix=f"cannot connect to the primary {config.primary.name}: "
             ) from exc
         raw.encoders = self._encoders
-        flavor = config.flavor or detect_flavor(raw.server_version)
-        self._flavor: FlavorSQL = flavor_sql(flavor, raw.server_version)
-        self._functions = FunctionRules(flavor, config.read_only_functions)
-        self._pending = PendingGtids(flavor, tags=self._flavor.gtid_tags)
-        autocommit = config.autocommit
-        self._policy_or_none = SessionPolicy(
-            replicas=[spec.name for spec in config.replicas],
-            knowledge=knowledge if knowledge is not None else process_knowledge(),
-            flavor=flavor,
-            config=config.policy,
-            # None: the server's default, which the handshake's status reported.
-            autocommit=raw.get_autocommit() if autocommit is None else autocommit,
-            acknowledged=self._acknowledged,
-        )
+        self._start_session(raw.server_version, raw.get_autocommit())
         self._replicas = {spec.name: self._replica_link(spec) for spec in config.replicas}
-        telemetry = self._telemetry_arg
-        self._tracer = (telemetry if telemetry is not None else default_telemetry()).session(
-            system=self._flavor.name,
-            addresses={
-                PRIMARY: (config.primary.host, config.primary.port),
-                **{spec.name: (spec.host, spec.port) for spec in config.replicas},
-            },
-        )
         self._escaper = raw.cursor()
         try:
-            self._primary.set_tracking(self._flavor, self._policy.tracking)
+            self._drive(self._tracking_plan(self._primary, self._policy.tracking))
         except Exception as exc:
             self._primary.close()
             raise _pymysql.translate_error(exc, prefix="cannot turn GTID tracking on: ") from exc
@@ -271,8 +238,6 @@ class Connection:
         token is kept (what this session wrote is still its own)."""
         self._drain()
         policy = self._policy
-        token = policy.token
-        autocommit = policy.autocommit
         self._direct = None
         for link in (self._primary, *self._replicas.values()):
             link.close()
@@ -282,14 +247,11 @@ class Connection:
             names = self._names
             if names is not None and (raw.charset, raw.collation) != names:
                 raw.set_character_set(*names)
-            if raw.get_autocommit() != autocommit:
-                raw.autocommit(autocommit)
-            policy.reset()
-            policy.set_autocommit(autocommit)
-            if token:
-                policy.require(token)
+            if raw.get_autocommit() != policy.autocommit:
+                raw.autocommit(policy.autocommit)
+            self._reset_session()
             self._escaper = raw.cursor()
-            self._primary.set_tracking(self._flavor, policy.tracking)
+            self._drive(self._tracking_plan(self._primary, policy.tracking))
         except Exception as exc:
             self._primary.drop()
             raise _pymysql.translate_error(
@@ -322,98 +284,6 @@ class Connection:
     # ------------------------------------------------------------------ properties
 
     @property
-    def _policy(self) -> SessionPolicy:
-        policy = self._policy_or_none
-        if policy is None:
-            raise errors.InterfaceError(0, _NOT_CONNECTED)
-        return policy
-
-    @property
-    def policy(self) -> SessionPolicy:
-        """The session's routing state machine (read it; drive it only through this object)."""
-        self._drain()
-        return self._policy
-
-    def _drain(self) -> None:
-        """Hand the GTIDs noted from OK packets to the policy (the primary's are in the
-        acknowledged state already)."""
-        pending = self._pending
-        if pending:
-            policy = self._policy
-            for target, state in pending.drain():
-                policy.observe_gtids(target, state, acknowledge=False)
-
-    @property
-    def tracer(self) -> StatementTracer:
-        """The session's tracer; its ``session_id`` names this connection in the traces
-        (``""`` when tracing is off)."""
-        return self._tracer
-
-    @property
-    def flavor(self) -> str:
-        """``"mysql"`` or ``"mariadb"``."""
-        if self._policy_or_none is None:
-            if self._config.flavor is None:
-                raise errors.InterfaceError(0, _NOT_CONNECTED)
-            return self._config.flavor
-        return self._flavor.name
-
-    @property
-    def replicas(self) -> tuple[str, ...]:
-        """The replicas' names (``host:port``)."""
-        return tuple(self._replicas)
-
-    @property
-    def function_rules(self) -> FunctionRules:
-        """Which function calls a replica may run here: the built-ins of the primary's server
-        family and the functions declared with ``read_only_functions``."""
-        return self._functions
-
-    def classify(self, sql: str) -> Classification:
-        """How this connection classifies ``sql`` before routing it (with
-        :attr:`function_rules`)."""
-        return classify(sql, self._functions)
-
-    @property
-    def level(self) -> Level:
-        """The consistency level; assign a :class:`Level` or its name to change it."""
-        policy = self._policy_or_none
-        return policy.level if policy is not None else self._config.policy.level
-
-    @level.setter
-    def level(self, value: Level | str) -> None:
-        if self._policy_or_none is None and not self._closed:
-            policy = dataclasses.replace(self._config.policy, level=Level.parse(value))
-            self._config = dataclasses.replace(self._config, policy=policy)
-            return
-        self._check_open()
-        self._policy.level = Level.parse(value)
-        self._refresh_direct()
-
-    @property
-    def token(self) -> str:
-        """The session's consistency token (``""`` when it requires nothing).
-        :class:`~consistent.errors.InterfaceError` once the connection is closed."""
-        self._check_not_closed()
-        self._drain()
-        return self._policy.token
-
-    def require(self, token: object) -> None:
-        """Make later reads see everything ``token`` stands for (from another session).
-        Raises :class:`~consistent.errors.MalformedGtidSet` (1772) for anything that is not a
-        token's text, and :class:`~consistent.errors.InterfaceError` once the connection is
-        closed."""
-        self._check_not_closed()
-        self._drain()
-        self._policy.require(token)
-
-    def reset_token(self) -> None:
-        """Require nothing any more (the session state that follows the session is kept): a
-        pool hands this connection to another logical session, which brings its own token."""
-        self._drain()
-        self._policy.forget_required()
-
-    @property
     def open(self) -> bool:
         """True until closed (or until the primary connection was lost)."""
         return not self._closed and self._lost is None and self._primary.connected
@@ -427,11 +297,6 @@ class Connection:
     @autocommit.setter
     def autocommit(self, value: bool) -> None:
         self._set_autocommit(bool(value))
-
-    def get_autocommit(self) -> bool:
-        """The session's autocommit mode (before ``connect()``: the one it will ask for)."""
-        policy = self._policy_or_none
-        return policy.autocommit if policy is not None else bool(self._config.autocommit)
 
     # ------------------------------------------------------------------ PEP 249
 
@@ -454,21 +319,25 @@ class Connection:
     def commit(self) -> None:
         """Commit the current transaction (where it runs)."""
         self._check_open()
-        self._execute("COMMIT", _COMMIT, lambda raw: raw.commit())
+        self._execute("COMMIT", COMMIT, lambda raw: raw.commit())
 
     def rollback(self) -> None:
         """Roll the current transaction back (where it runs)."""
         self._check_open()
-        self._execute("ROLLBACK", _ROLLBACK, lambda raw: raw.rollback())
+        self._execute("ROLLBACK", ROLLBACK, lambda raw: raw.rollback())
 
     def begin(self, read_only: bool = False) -> None:
         """Start a transaction.  A read-only one starts on the replica its first statement
         is routed to; a read-write one on the primary."""
         self._check_open()
         if read_only:
-            self._execute("START TRANSACTION READ ONLY", _BEGIN_READ_ONLY, _query_ok)
+            self._execute(
+                "START TRANSACTION READ ONLY",
+                BEGIN_READ_ONLY,
+                lambda raw: raw.query("START TRANSACTION READ ONLY"),
+            )
         else:
-            self._execute("BEGIN", _BEGIN, lambda raw: raw.begin())
+            self._execute("BEGIN", BEGIN, lambda raw: raw.begin())
 
     def close(self) -> None:
         """Close every server connection.  Closing twice raises ``Error`` (as PyMySQL)."""
@@ -534,7 +403,7 @@ class Connection:
         """Change the default schema (replayed on replica connections)."""
         self._check_open()
         self._on_primary(lambda raw: raw.select_db(db))
-        self._policy.record_schema(db)
+        self._record_schema(db)
 
     def escape(self, obj: Any, mapping: Any = None) -> str:
         """Escape a value as an SQL literal for this connection's character set."""
@@ -586,7 +455,7 @@ class Connection:
         """The Python codec of the connection character set (PyMySQL's attribute)."""
         raw = self._primary.raw
         if raw is None:
-            raise errors.InterfaceError(0, _NOT_CONNECTED)
+            raise errors.InterfaceError(0, NOT_CONNECTED)
         return str(raw.encoding)
 
     @property
@@ -657,137 +526,12 @@ class Connection:
 
     # ------------------------------------------------------------------ internals used by cursors
 
-    def _check_not_closed(self) -> None:
-        if self._closed:
-            raise errors.InterfaceError("the connection is closed")
-
-    def _check_open(self) -> None:
-        self._check_not_closed()
-        if self._lost is not None:
-            if self._policy_or_none is None:
-                raise errors.InterfaceError(0, self._lost)
-            raise errors.OperationalError(_PRIMARY_LOST, self._lost)
-
-    def _mogrify(self, query: str, args: Any) -> str:
-        return str(self._escaper.mogrify(query, args))
-
-    def _last_target(self) -> str:
-        decision = self.last_decision
-        return decision.target if decision is not None else PRIMARY
-
-    def _set_autocommit(self, value: bool) -> None:
-        self._check_open()
-        self._on_primary(lambda raw: raw.autocommit(value))
-        self._policy.set_autocommit(value)
-
-    def _on_ok(self, name: str, status: int, tail: bytes) -> None:
-        pending = self._pending
-        if pending is None:
-            return  # an OK while connecting, before the session exists
-        try:
-            text = _pymysql.tracked_gtid_text(status, tail)
-        except errors.RemoteProtocolError:
-            logger.warning("undecodable session-state data from %s: %r", name, tail)
-            return
-        if text is None:
-            return
-        if name == PRIMARY:
-            # Acknowledged to the process now, before the statement returns: a read_all_writes
-            # read of any session that begins after it must see it.
-            self._acknowledged.note(text, self._flavor.name)
-        span = self._span
-        if span is not NOOP_SPAN and name == PRIMARY and span.recording and self._own_gtids():
-            if not self._replicas:
-                # The span parses the text off this thread; the text also waits unparsed
-                # for the policy as usual (only ``token`` ever needs it without replicas).
-                span.produced(text)
-            else:
-                state = self._parse_gtids(text)
-                if state is not None:
-                    span.produced(state)
-                    # The next routing decision would parse the text again: give the policy
-                    # this state now.
-                    self._policy.observe_gtids(PRIMARY, state, acknowledge=False)
-                    return
-        if pending.add(name, text):
-            self._drain()
-
-    def _own_gtids(self) -> bool:
-        """The primary's OK packets carry the statement's own GTIDs: MariaDB's ``last_gtid``
-        always, MySQL's tracker only at ``OWN_GTID`` (``ALL_GTIDS`` reports the whole
-        executed set, which no statement produced alone)."""
-        return self._flavor.name == "mariadb" or self._primary.tracking is Tracking.OWN
-
-    def _parse_gtids(self, text: str) -> GtidState | None:
-        """``text`` parsed; ``None`` when it does not parse (the policy's drain reports it)."""
-        try:
-            return parse_tracked(text, self._flavor.name, tags=self._flavor.gtid_tags)
-        except errors.MalformedGtidSet:
-            return None
-
-    def _link(self, target: str) -> ServerLink:
-        return self._primary if target == PRIMARY else self._replicas[target]
-
-    def _ready(self, link: ServerLink) -> TrackingConnection:
-        """``link``'s connection, opened, with the session's state replayed on it."""
-        policy = self._policy
-        if link is self._primary:
-            if self._lost is not None:
-                raise errors.OperationalError(_PRIMARY_LOST, self._lost)
-            raw = link.connection(None)
-            if link.tracking is not policy.tracking and not policy.in_transaction:
-                link.set_tracking(self._flavor, policy.tracking)
-            return raw
-        raw = link.connection(self._flavor)
-        if link.applied_seq < policy.replay_seq:
-            names = self._names
-            if names is not None and (raw.charset, raw.collation) != names:
-                # set_character_set() changed PyMySQL's encoding as well as the session's:
-                # this connection's encoding follows, then the replay below sets the session.
-                try:
-                    raw.set_character_set(*names)
-                except Exception as exc:
-                    if _pymysql.is_disconnect(exc):
-                        raise
-                    raise _ReplayFailed(f"SET NAMES {names[0]}") from exc
-            statements, seq = policy.replay_since(link.applied_seq)
-            for sql in statements:
-                try:
-                    raw.query(sql)
-                except Exception as exc:
-                    if _pymysql.is_disconnect(exc):
-                        raise
-                    raise _ReplayFailed(sql) from exc
-            link.applied_seq = seq
-        return raw
-
-    def _primary_lost(self, exc: BaseException) -> errors.Error:
-        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else _PRIMARY_LOST
-        detail = exc.args[1] if len(exc.args) > 1 else str(exc)
-        self._lost = (
-            f"lost the connection to the primary {self._config.primary.name}: {detail}; "
-            "open a new connection (or call ping(reconnect=True))"
-        )
-        self._direct = None
-        self._primary.drop()
-        return errors.OperationalError(code, self._lost)
-
     def _on_primary(self, run: Callable[[TrackingConnection], T]) -> T:
         return self._on_target(PRIMARY, run)
 
     def _on_target(self, target: str, run: Callable[[TrackingConnection], T]) -> T:
         """Run something outside the routing (ping, autocommit…) on one server."""
-        link = self._link(target)
-        try:
-            return run(self._ready(link))
-        except (errors.Error, _ReplayFailed):
-            raise
-        except Exception as exc:
-            if link is self._primary and _pymysql.is_disconnect(exc):
-                raise self._primary_lost(exc) from exc
-            if _pymysql.is_disconnect(exc):
-                link.drop()
-            raise _pymysql.translate_error(exc) from exc
+        return self._drive(self._target_plan(target), run)  # type: ignore[no-any-return]
 
     def _execute(
         self, sql: str, stmt: Classification, run: Callable[[TrackingConnection], T]
@@ -797,111 +541,17 @@ class Connection:
         with self._tracer.statement(sql) as span:
             self._span = span
             try:
-                return self._route_and_run(sql, stmt, run)
+                return self._drive(self._route_plan(sql, stmt), run)  # type: ignore[no-any-return]
             finally:
                 self._span = NOOP_SPAN
 
-    def _route_and_run(
-        self, sql: str, stmt: Classification, run: Callable[[TrackingConnection], T]
-    ) -> T | None:
-        """:meth:`_execute` inside the span: route, do what the policy asks, run, report."""
-        self._drain()
-        policy = self._policy
-        decision = policy.route(stmt, sql)
-        while True:
-            decision = self._settle(decision)
-            self.last_decision = decision
-            if decision.action is Action.DEFER:
-                return None
-            link = self._link(decision.target)
-            sent = False
-            try:
-                if decision.prelude:
-                    self._run_prelude(decision)
-                raw = self._ready(link)
-                sent = True
-                result = run(raw)
-            except _ReplayFailed as exc:
-                logger.info("session state cannot follow to %s (%s): pinning", link.name, exc)
-                decision = policy.on_replay_failed(decision)
-                continue
-            except errors.Error:
-                raise
-            except Exception as exc:
-                lost = _pymysql.is_disconnect(exc)
-                retry = policy.on_error(decision, connection_lost=lost, sent=sent)
-                if lost and link is self._primary:
-                    raise self._primary_lost(exc) from exc
-                if lost:
-                    link.drop()
-                if retry is None:
-                    raise _pymysql.translate_error(exc) from exc
-                decision = retry
-                continue
-            policy.on_success(decision)
-            if link is self._primary and policy.in_transaction:
-                policy.observe_status(PRIMARY, in_transaction=raw.in_transaction)
-            return result
+    def _mogrify(self, query: str, args: Any) -> str:
+        return str(self._escaper.mogrify(query, args))
 
-    def _run_prelude(self, decision: Decision) -> None:
-        for target, sql in decision.prelude:
-            link = self._link(target)
-            if sql is END_TRANSACTION:
-                try:
-                    self._ready(link).query(sql)
-                except Exception as exc:
-                    if not _pymysql.is_disconnect(exc) or link is self._primary:
-                        raise
-                    link.drop()  # the read-only transaction died with its connection
-            else:
-                self._ready(link).query(sql)
-        self._policy.on_prelude_done(decision)
-
-    def _settle(self, decision: Decision) -> Decision:
-        """Do what the policy asks until it names where the statement goes."""
-        policy = self._policy
-        while True:
-            self._span.decision(decision)
-            action = decision.action
-            if action is Action.EXECUTE or action is Action.DEFER:
-                return decision
-            if action is Action.FAIL:
-                self.last_decision = decision
-                assert decision.error is not None
-                raise decision.error
-            if action is Action.FETCH_PRIMARY_STATE:
-                value = self._on_primary(
-                    lambda raw: _pymysql.query_value(raw, self._flavor.primary_executed)
-                )
-                decision = policy.on_primary_state(decision, self._flavor.parse_executed(value))
-            else:
-                outcome, duration = self._wait(decision)
-                self._span.wait(decision, outcome, duration)
-                decision = policy.on_wait(decision, outcome, duration=duration)
-
-    def _wait(self, decision: Decision) -> tuple[WaitOutcome, float]:
-        link = self._replicas[decision.target]
-        wait_set = decision.wait_set
-        assert wait_set is not None
-        timeout = decision.wait_timeout or self._policy.config.wait_timeout
-        started = time.monotonic()
-        try:
-            raw = link.connection(self._flavor)
-            value = _pymysql.query_value(
-                raw,
-                self._flavor.wait_statement(wait_set, timeout),
-                timeout=wait_deadline(timeout),
-            )
-        except Exception as exc:
-            if _pymysql.is_disconnect(exc):
-                link.drop()
-                logger.info("replica %s unreachable during a wait: %s", link.name, exc)
-                return WaitOutcome.FAILED, time.monotonic() - started
-            if isinstance(exc, errors.Error) or not _is_server_error(exc):
-                raise
-            logger.warning("replica %s refused the wait: %s", link.name, exc)
-            return WaitOutcome.ERROR, time.monotonic() - started
-        return self._flavor.wait_outcome(value), time.monotonic() - started
+    def _set_autocommit(self, value: bool) -> None:
+        self._check_open()
+        self._on_primary(lambda raw: raw.autocommit(value))
+        self._policy.set_autocommit(value)
 
     def _run_statement(
         self, sql: str, run: Callable[[Any], T], stmt: Classification | None = None
@@ -932,59 +582,3 @@ class Connection:
                     raise self._direct_failure(exc) from exc
             finally:
                 self._span = NOOP_SPAN
-
-    def _refresh_direct(self) -> None:
-        """Allow the direct path only while it is valid: no replicas, open, not lost, and the
-        tracker in the mode the level needs (otherwise the slow path sets it first)."""
-        raw = self._primary.raw
-        ok = (
-            not self._replicas
-            and not self._closed
-            and self._lost is None
-            and raw is not None
-            and self._primary.tracking is self._policy.tracking
-        )
-        self._direct = raw if ok else None
-
-    def _direct_failure(self, exc: Exception) -> errors.Error:
-        """The error to raise for ``exc`` from a statement sent by the direct path."""
-        if isinstance(exc, errors.Error):
-            return exc
-        if _pymysql.is_disconnect(exc):
-            return self._primary_lost(exc)
-        return _pymysql.translate_error(exc)
-
-
-def _weak_observer(conn: Connection) -> Callable[[str, int, bytes], None]:
-    """``conn._on_ok`` through a weak reference.  The server connections hold their observer;
-    a strong one would make a cycle, and a connection the application drops would stay open
-    until the garbage collector finds the cycle, where PyMySQL's closes at once."""
-    ref = weakref.ref(conn)
-
-    def observe(name: str, status: int, tail: bytes) -> None:
-        owner = ref()
-        if owner is not None:
-            owner._on_ok(name, status, tail)
-
-    return observe
-
-
-def _query_ok(raw: TrackingConnection) -> None:
-    raw.query("START TRANSACTION READ ONLY")
-
-
-def _is_server_error(exc: BaseException) -> bool:
-    return _pymysql.is_server_error(exc)
-
-
-def _check_resolves(spec: ServerSpec) -> None:
-    """:class:`~consistent.errors.InterfaceError` when a replica's host does not resolve.
-
-    Replicas connect lazily, so a mistyped one would otherwise surface only when a read picks
-    it, and then be skipped as if it were down: say so at ``connect()`` instead."""
-    try:
-        socket.getaddrinfo(spec.host, spec.port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise errors.InterfaceError(
-            f"replica {spec.name}: unknown host {spec.host!r} ({exc.strerror or exc})"
-        ) from None

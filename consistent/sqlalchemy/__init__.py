@@ -17,9 +17,19 @@
         consistent.sqlalchemy.require(session, cookie)
         ...
 
+The same with asyncio (``consistent.aio`` underneath)::
+
+    engine = create_async_engine("mysql+consistent_async://app:pw@db1:3306/shop?replica=db2:3306")
+    async with AsyncSession(engine) as session:
+        ...
+        cookie = consistent.sqlalchemy.token(session)
+
 The dialect is :class:`ConsistentDialect` (entry point ``mysql.consistent``, and
-``mariadb.consistent`` for :class:`ConsistentMariaDBDialect`); how the token follows sessions
-is in :mod:`consistent.sqlalchemy.tracking`, the URL options in :mod:`consistent.sqlalchemy.url`.
+``mariadb.consistent`` for :class:`ConsistentMariaDBDialect`); the asyncio one is
+:class:`~consistent.sqlalchemy.async_dialect.ConsistentAsyncDialect` (``mysql.consistent_async``
+and ``mariadb.consistent_async``, in :mod:`consistent.sqlalchemy.async_dialect`, imported only
+by its entry point).  How the token follows sessions is in :mod:`consistent.sqlalchemy.tracking`,
+the URL options in :mod:`consistent.sqlalchemy.url`.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ import consistent.dbapi
 from consistent import errors
 from consistent.classify import DEFAULT_RULES, FunctionRules, PrimaryReason, StatementKind, classify
 from consistent.sqlalchemy import tracking
-from consistent.sqlalchemy._dbapi import raw_connection
+from consistent.sqlalchemy._dbapi import ConsistentConnection, raw_connection
 from consistent.sqlalchemy.url import consistency_options, normalize_connect_params, split_query
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class ConsistentDialect(MySQLDialect_pymysql):
     execution_ctx_cls = ConsistentExecutionContext
     # PyMySQL's unbuffered cursor, through our DB-API: the rows stream from whichever server
     # ran the statement.
-    _sscursor = consistent.dbapi.SSCursor
+    _sscursor: type[Any] = consistent.dbapi.SSCursor
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -136,7 +136,7 @@ class ConsistentDialect(MySQLDialect_pymysql):
     def supports_server_side_cursors(self) -> bool:  # type: ignore[override]
         return True
 
-    def _found_rows_client_flag(self) -> int | None:
+    def _found_rows_client_flag(self) -> int:
         # ``mysql+pymysql`` finds the flag as ``<dbapi>.constants.CLIENT``; ours is PyMySQL's.
         # FOUND_ROWS makes UPDATE report matched rows, which the ORM's rowcount checks need.
         return int(CLIENT.FOUND_ROWS)
@@ -169,13 +169,13 @@ class ConsistentDialect(MySQLDialect_pymysql):
         pinned = raw is not None and raw.get_autocommit() and not raw.policy.in_transaction
         if pinned:
             assert raw is not None
-            raw.begin()
+            self._begin(raw)
         try:
             super().initialize(connection)
         finally:
             if pinned:
                 assert raw is not None
-                raw.rollback()
+                self._rollback(raw)
 
     def get_isolation_level(self, dbapi_connection: DBAPIConnection) -> IsolationLevel:
         # As mysql+pymysql: MySQL renamed tx_isolation in 5.7.20; MariaDB 10.11 has the old name.
@@ -215,6 +215,14 @@ class ConsistentDialect(MySQLDialect_pymysql):
 
     # ------------------------------------------------------------------ transactions
 
+    def _begin(self, raw: ConsistentConnection) -> None:
+        """Open the primary transaction on ``raw`` (the asyncio dialect awaits it)."""
+        cast("consistent.dbapi.Connection", raw).begin()
+
+    def _rollback(self, raw: ConsistentConnection) -> None:
+        """Roll ``raw``'s primary transaction back (the asyncio dialect awaits it)."""
+        cast("consistent.dbapi.Connection", raw).rollback()
+
     def _opens(self, statement: str, rules: FunctionRules) -> bool:
         cache = self._opens_by_text
         key = (statement, rules)
@@ -231,7 +239,7 @@ class ConsistentDialect(MySQLDialect_pymysql):
         """Open the primary transaction right before the first statement that needs it."""
         if context is None:
             return
-        raw = raw_connection(getattr(cursor, "connection", None))
+        raw = raw_connection(context.root_connection.connection)
         if raw is None or raw in self._autocommit:
             return
         if not context.root_connection.in_transaction():
@@ -240,7 +248,7 @@ class ConsistentDialect(MySQLDialect_pymysql):
         if not policy.autocommit or policy.in_transaction:
             return
         if self._opens(statement, raw.function_rules):
-            raw.begin()
+            self._begin(raw)
 
     def do_execute(
         self,

@@ -14,6 +14,11 @@ lives where the session lives, and only SQLAlchemy's documented events move it:
 * **Core Connection**: a ``Connection`` holds one DB-API connection from ``engine.connect()``
   to ``close()``, so its token is that connection's, live; the pool wipes it at checkin.
 
+* **asyncio** (``mysql+consistent_async``): an ``AsyncSession`` runs on a sync ``Session``
+  and an ``AsyncConnection`` on a sync ``Connection``, so the same events serve them; the
+  DB-API connection behind the pool is SQLAlchemy's adapter around a ``consistent.aio``
+  connection, and :func:`~consistent.sqlalchemy._dbapi.raw_connection` looks through it.
+
 :func:`token` and :func:`require` carry causality across processes (an HTTP cookie, a job
 queue): ``require(session, request.cookies["consistent-token"])`` makes that session's reads see
 everything the token stands for.
@@ -27,11 +32,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_scoped_session
 from sqlalchemy.orm import Session, scoped_session
 
 from consistent.errors import InterfaceError, MalformedGtidSet
 from consistent.policy.states import FlavorName, format_token, merge, parse_token
-from consistent.sqlalchemy._dbapi import forget_causality, raw_connection
+from consistent.sqlalchemy._dbapi import (
+    ConsistentConnection,
+    forget_causality,
+    raw_connection,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -39,7 +49,6 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import SessionTransaction
     from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
-    import consistent.dbapi
 
 __all__ = ["TOKEN_KEY", "TRACKER_OPTION", "SessionTracker", "install", "require", "token"]
 
@@ -147,7 +156,7 @@ class SessionTracker:
             self._connections.append(connection)
             connection.execution_options(**{TRACKER_OPTION: self})
 
-    def absorb(self, raw: consistent.dbapi.Connection) -> None:
+    def absorb(self, raw: ConsistentConnection) -> None:
         """Take ``raw``'s required set into the session's token."""
         if not raw.open:
             return
@@ -288,17 +297,36 @@ def install(engine: Engine) -> None:
 
 # ------------------------------------------------------------------------------ public API
 
-SessionLike = Session | scoped_session[Any] | Connection
+SessionLike = (
+    Session
+    | scoped_session[Any]
+    | Connection
+    | AsyncSession
+    | async_scoped_session[Any]
+    | AsyncConnection
+)
 
 
 def _resolve(target: SessionLike) -> Session | Connection:
+    """The sync object behind ``target``: an ``AsyncSession`` runs on its ``sync_session``
+    and an ``AsyncConnection`` on its ``sync_connection``, where the listeners work."""
     if isinstance(target, scoped_session):
         session: Session = target()
         return session
+    if isinstance(target, async_scoped_session):
+        scoped: AsyncSession = target()
+        return scoped.sync_session
+    if isinstance(target, AsyncSession):
+        return target.sync_session
+    if isinstance(target, AsyncConnection):
+        connection = target.sync_connection
+        if connection is None:
+            raise InterfaceError("the AsyncConnection is not started: it has no token")
+        return connection
     return target
 
 
-def _core_raw(connection: Connection) -> consistent.dbapi.Connection:
+def _core_raw(connection: Connection) -> ConsistentConnection:
     if not _is_ours(connection):
         raise InterfaceError(
             f"{connection.dialect.name}+{connection.dialect.driver} is not mysql+consistent: "
@@ -306,14 +334,15 @@ def _core_raw(connection: Connection) -> consistent.dbapi.Connection:
         )
     raw = raw_connection(connection.connection)
     if raw is None:
-        raise InterfaceError("the connection has no consistent.dbapi connection")
+        raise InterfaceError("the connection has no consistent connection")
     return raw
 
 
 def token(target: SessionLike) -> str:
-    """The consistency token of an ORM ``Session`` (or ``scoped_session``) or a Core
-    ``Connection``: ``""`` when it requires nothing, else text to hand to :func:`require`
-    in another session or process."""
+    """The consistency token of an ORM ``Session`` (or ``scoped_session``, ``AsyncSession``,
+    ``async_scoped_session``) or a Core ``Connection`` (or ``AsyncConnection``): ``""`` when
+    it requires nothing, else text to hand to :func:`require` in another session or
+    process."""
     resolved = _resolve(target)
     if isinstance(resolved, Connection):
         return _core_raw(resolved).token

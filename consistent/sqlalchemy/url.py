@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 # Our query options and how their text becomes a value for ``consistent.dbapi.connect``.
-_TEXT: Final = frozenset({"level", "on_timeout", "flavor"})
+_TEXT: Final = frozenset({"level", "on_timeout", "flavor", "tracer_provider"})
 _NUMBERS: Final = frozenset(
     {
         "wait_timeout",

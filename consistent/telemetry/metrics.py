@@ -18,7 +18,6 @@ from consistent.trace import (
     LAG_APPLY_LAG_US,
     LAG_CHANNEL,
     LAG_REPLICA,
-    LAG_SAMPLE_SPAN,
     LAG_SECONDS_BEHIND_MASTER,
     METRIC_FALLBACKS,
     METRIC_PINNED_SESSIONS,
@@ -28,6 +27,7 @@ from consistent.trace import (
     METRIC_WAIT_DURATION,
     METRIC_WAITS,
     METRICS,
+    RECORD_KIND,
     ROUTE_DETAIL,
     ROUTE_PINNED_REASON,
     ROUTE_REASON,
@@ -36,6 +36,7 @@ from consistent.trace import (
     SCOPE_NAME,
     WAIT_OUTCOME,
     MetricSpec,
+    RecordKind,
 )
 
 if TYPE_CHECKING:
@@ -133,9 +134,9 @@ class RoutingMetrics:
 
     def record_span(self, record: SpanRecord) -> None:
         """A record emitted as such: a lag sample sets its replica's lag gauge."""
-        if record.name != LAG_SAMPLE_SPAN:
-            return
         attributes = record.attributes
+        if attributes.get(RECORD_KIND) != RecordKind.LAG_SAMPLE:
+            return
         lag_us = attributes.get(LAG_APPLY_LAG_US)
         if isinstance(lag_us, int):
             seconds = lag_us / _US_PER_S

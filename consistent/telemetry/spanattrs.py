@@ -23,9 +23,12 @@ from consistent.telemetry import otlpjson
 from consistent.telemetry.gtidattr import put_gtid_attributes
 from consistent.telemetry.masking import mask_query
 from consistent.trace import (
+    DB_COLLECTION_NAME,
+    DB_NAMESPACE,
     DB_OPERATION_NAME,
     DB_QUERY_TEXT,
     DB_RESPONSE_STATUS_CODE,
+    DB_SYSTEM,
     DB_SYSTEM_NAME,
     ERROR_TYPE,
     LEVEL,
@@ -59,14 +62,17 @@ __all__ = [
     "PRIMARY_TARGET",
     "Part",
     "RouteParts",
+    "collection_of",
     "error_part",
     "gtid_part",
+    "operation_of",
     "part",
     "query_part",
     "role",
     "route_from_decision",
     "route_without_decision",
     "session_part",
+    "target_part",
     "wait_outcome_name",
     "wait_part",
 ]
@@ -79,6 +85,21 @@ Part = tuple[Mapping[str, AttributeValue], str]
 _MAX_ROUTES: Final = 4096
 _DEFAULT_PORT: Final = 3306
 _FIRST_WORD: Final = re.compile(r"(?:\s|/\*.*?\*/|(?:--[ \t]|#)[^\n]*\n)*([A-Za-z]+)", re.DOTALL)
+_IDENTIFIER: Final = r"(?:`[^`]+`|[A-Za-z_$][\w$]*)"
+# The table right after the keyword that names it in the four statements that have one; the
+# rest of the text must name no other (no comma list, join, subquery or union).
+_TABLE: Final = re.compile(
+    r"\s*(?:SELECT\b(?:(?!\bFROM\b).)*?\bFROM"
+    r"|(?:INSERT|REPLACE)(?:\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*(?:\s+INTO)?"
+    r"|UPDATE(?:\s+(?:LOW_PRIORITY|IGNORE))*"
+    r"|DELETE(?:\s+(?:LOW_PRIORITY|QUICK|IGNORE))*\s+FROM)"
+    rf"\s+({_IDENTIFIER}(?:\s*\.\s*{_IDENTIFIER})?)"
+    # Up to the clause after the table (an alias may come first): a comma there is a list.
+    r"([^,(]*?)(?=\b(?:WHERE|GROUP|ORDER|LIMIT|HAVING|FOR|LOCK|SET|VALUES?|SELECT|PARTITION"
+    r"|ON|USING|WINDOW|INTO)\b|[(;]|$)",
+    re.IGNORECASE | re.DOTALL,
+)
+_ANOTHER_TABLE: Final = re.compile(r"\b(?:FROM|JOIN|SELECT|UNION)\b", re.IGNORECASE)
 
 # Both the policy's and the flavours' wait outcomes, by value, to the contract's words.
 _WAIT_OUTCOMES: Final[Mapping[str, str]] = {
@@ -124,8 +145,40 @@ def split_address(name: str) -> tuple[str, int]:
 def session_part(system: str, session_id: str) -> Part:
     """What every statement of a session carries."""
     return part(
-        {RECORD_KIND: RecordKind.STATEMENT.value, DB_SYSTEM_NAME: system, SESSION_ID: session_id}
+        {
+            RECORD_KIND: RecordKind.STATEMENT.value,
+            DB_SYSTEM_NAME: system,
+            DB_SYSTEM: system,
+            SESSION_ID: session_id,
+        }
     )
+
+
+def operation_of(sql: str) -> str:
+    """The first keyword of ``sql``, upper-case (``""`` when there is none)."""
+    match = _FIRST_WORD.match(sql)
+    return match.group(1).upper() if match is not None else ""
+
+
+def collection_of(sql: str) -> str | None:
+    """The one table a ``SELECT``, ``INSERT``, ``REPLACE``, ``UPDATE`` or ``DELETE`` names,
+    as written less its backquotes (``shop.orders``); ``None`` when it names none or several,
+    or when the text is not that simple (the span is then named by its operation alone)."""
+    match = _TABLE.match(sql)
+    if match is None or _ANOTHER_TABLE.search(sql, match.end(1)):
+        return None
+    name = re.sub(r"\s+", "", match.group(1)).replace("`", "")
+    return None if name.upper() == "DUAL" else name
+
+
+def target_part(namespace: str | None, collection: str | None) -> Part:
+    """``db.namespace`` and ``db.collection.name``, those known."""
+    attributes: dict[str, AttributeValue] = {}
+    if namespace:
+        attributes[DB_NAMESPACE] = namespace
+    if collection:
+        attributes[DB_COLLECTION_NAME] = collection
+    return part(attributes)
 
 
 class RouteParts:
@@ -203,8 +256,7 @@ def route_without_decision(
     address: Callable[[str], tuple[str, int]],
 ) -> Part:
     """The route part of a statement routed without the policy (no replicas)."""
-    match = _FIRST_WORD.match(sql)
-    operation = match.group(1).upper() if match is not None else ""
+    operation = operation_of(sql)
     key = (where, operation)
     found = routes.get(key)
     if found is not None:

@@ -50,14 +50,17 @@ from consistent.telemetry.spanattrs import (
     PRIMARY_TARGET,
     Part,
     RouteParts,
+    collection_of,
     error_part,
     gtid_part,
+    operation_of,
     query_part,
     role,
     route_from_decision,
     route_without_decision,
     session_part,
     split_address,
+    target_part,
     wait_outcome_name,
     wait_part,
 )
@@ -67,9 +70,9 @@ from consistent.trace import (
     GTID_REQUIRED_OWN,
     GTID_REQUIRED_SEEN,
     REPLICA_KNOWN_EXECUTED,
-    STATEMENT_SPAN,
     AttributeValue,
     SpanKind,
+    statement_span_name,
 )
 
 if TYPE_CHECKING:
@@ -99,7 +102,7 @@ _MAX_CACHED_PLAIN: Final = 1024
 # The constant pieces of a statement span's OTLP JSON around its ids, times and attributes.
 _JSON_HEAD: Final = '{"traceId":"'
 _JSON_SPAN_ID: Final = '","spanId":"'
-_JSON_NAME: Final = '",' + otlpjson.span_head(STATEMENT_SPAN, _CLIENT) + '"startTimeUnixNano":"'
+_JSON_START: Final = '"startTimeUnixNano":"'
 _JSON_END: Final = '","endTimeUnixNano":"'
 _JSON_ATTRIBUTES: Final = '","attributes":['
 _JSON_TAIL: Final = '],"status":{}}'
@@ -173,6 +176,9 @@ class StatementTracer:
         execution."""
         return NOOP_SPAN
 
+    def set_namespace(self, schema: str | None) -> None:
+        """The session now uses ``schema`` (``db.namespace`` of its next statements)."""
+
 
 #: The shared tracer of the disabled path.
 NOOP_TRACER: Final = StatementTracer()
@@ -199,6 +205,7 @@ class RecordingTracer(StatementTracer):
         "_always",
         "_gtid_parts",
         "_keep_unsampled",
+        "_names",
         "_parent_based",
         "_ratio",
         "_seen",
@@ -208,12 +215,14 @@ class RecordingTracer(StatementTracer):
         "drop",
         "limit",
         "max_gtid_chars",
+        "namespace",
         "pins_seen",
         "plain",
         "queue",
         "routes",
         "session_part",
         "system_name",
+        "targets",
         "wake",
     )
 
@@ -265,6 +274,12 @@ class RecordingTracer(StatementTracer):
         self.plain: dict[str | tuple[str, tuple[str, str, str | None]], str] = {}
         #: Pin reasons this session has been seen with (exporter thread only).
         self.pins_seen: set[str] = set()
+        #: The schema the session uses (``db.namespace``), read by each new span.
+        self.namespace: str | None = None
+        # Exporter threads only: statement text -> (span name, table); span name -> the
+        # constant OTLP JSON around it; (namespace, table) -> their part.
+        self._names: dict[str, tuple[str, str | None, str]] = {}
+        self.targets: dict[tuple[str | None, str | None], tuple[Part, str]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -278,6 +293,9 @@ class RecordingTracer(StatementTracer):
     def system(self) -> str:
         """``db.system.name`` of this session's servers."""
         return self.system_name
+
+    def set_namespace(self, schema: str | None) -> None:
+        self.namespace = schema or None
 
     def statement(self, sql: str = "") -> StatementSpan:
         context = _current_context()
@@ -303,6 +321,35 @@ class RecordingTracer(StatementTracer):
         return context, parent, sampled
 
     # ------------------------------------------------------------------ exporter threads
+
+    def name(self, operation: str, sql: str) -> tuple[str, str | None, str]:
+        """The span name, the table (``db.collection.name``) of a statement and the OTLP JSON
+        of the name and kind; cached by text and operation (the operation is the text's first
+        keyword unless the classifier saw past a comment)."""
+        key = operation + "\0" + sql if len(sql) <= _MAX_CACHED_SQL else ""
+        found = self._names.get(key) if key else None
+        if found is not None:
+            return found
+        collection = collection_of(sql)
+        name = statement_span_name(operation, collection, self.system_name)
+        named = (name, collection, '",' + otlpjson.span_head(name, _CLIENT) + _JSON_START)
+        if key:
+            if len(self._names) >= _MAX_CACHED_PLAIN:
+                self._names.clear()
+            self._names[key] = named
+        return named
+
+    def target(self, namespace: str | None, collection: str | None) -> tuple[Part, str]:
+        """The part of ``db.namespace`` and ``db.collection.name``, and its JSON text with a
+        leading comma (``""`` when both are unknown)."""
+        key = (namespace, collection)
+        found = self.targets.get(key)
+        if found is None:
+            if len(self.targets) >= _MAX_CACHED_PLAIN:
+                self.targets.clear()
+            built = target_part(namespace, collection)
+            found = self.targets[key] = (built, "," + built[1] if built[1] else "")
+        return found
 
     def address(self, target: str) -> tuple[str, int]:
         """``(server.address, server.port)`` of a target."""
@@ -354,6 +401,7 @@ class _RecordingSpan(StatementSpan):
         "_decision",
         "_end",
         "_error",
+        "_namespace",
         "_parent",
         "_produced",
         "_route",
@@ -377,6 +425,7 @@ class _RecordingSpan(StatementSpan):
         self._produced: Produced | None = None
         self._route: tuple[str, str, str | None] | None = None
         self._error: BaseException | None = None
+        self._namespace = tracer.namespace
         self._end = 0
         self._start = _time_ns()
 
@@ -427,6 +476,17 @@ class _RecordingSpan(StatementSpan):
                 None if detail is None else str(detail),
             )
         return self._route or _DEFAULT_ROUTE
+
+    def _naming(self) -> tuple[str, Part, str, str]:
+        """The span's name, the part (and its JSON, with a leading comma) of its namespace
+        and table, and the JSON of its name and kind."""
+        tracer = self._tracer
+        decision = self._decision
+        sql = self._sql
+        operation = decision.statement.first_keyword if decision is not None else operation_of(sql)
+        name, collection, head = tracer.name(operation, sql)
+        targets, text = tracer.target(self._namespace, collection)
+        return name, targets, text, head
 
     def facts(self) -> StatementFacts:
         """What this statement contributes to the metrics."""
@@ -514,9 +574,11 @@ class _RecordingSpan(StatementSpan):
         """The finished span as a record, its ids taken from ``ids`` at ``at`` (an
         :func:`~consistent.telemetry.records.id_block`)."""
         tracer = self._tracer
+        name, targets, _, _ = self._naming()
         attributes: dict[str, AttributeValue] = {}
         for values, _ in self._parts():
             attributes.update(values)
+        attributes.update(targets[0])
         if self._produced is not None:
             max_chars = tracer.max_gtid_chars
             attributes.update(produced_attributes(self._produced, tracer.system_name, max_chars))
@@ -525,7 +587,7 @@ class _RecordingSpan(StatementSpan):
         status, message = self._status()
         trace_id, span_id, parent_span_id = self._ids(ids, at)
         return SpanRecord(
-            name=STATEMENT_SPAN,
+            name=name,
             kind=SpanKind.CLIENT,
             trace_id=trace_id,
             span_id=span_id,
@@ -548,6 +610,7 @@ class _RecordingSpan(StatementSpan):
             text = found if found is not None else tracer.plain_text(self._sql, route)
         else:
             text = ",".join([text for _, text in self._parts() if text])
+        _, _, targets, head = self._naming()
         produced = self._produced
         extra = (
             ""
@@ -561,12 +624,13 @@ class _RecordingSpan(StatementSpan):
                 ids[at:middle],
                 _JSON_SPAN_ID,
                 ids[middle : at + IDS_WIDTH],
-                _JSON_NAME,
+                head,
                 str(self._start),
                 _JSON_END,
                 str(self._end),
                 _JSON_ATTRIBUTES,
                 text,
+                targets,
                 extra,
                 _JSON_TAIL,
                 ",",
@@ -576,7 +640,8 @@ class _RecordingSpan(StatementSpan):
     def span_json(self, ids: str, at: int) -> str:
         """The finished span as an OTLP JSON ``Span``, its ids taken from ``ids`` at ``at``."""
         tracer = self._tracer
-        text = ",".join([text for _, text in self._parts() if text])
+        name, _, targets, _ = self._naming()
+        text = ",".join([text for _, text in self._parts() if text]) + targets
         if self._produced is not None:
             max_chars = tracer.max_gtid_chars
             text += produced_json(self._produced, tracer.system_name, max_chars)
@@ -585,7 +650,7 @@ class _RecordingSpan(StatementSpan):
         status, message = self._status()
         trace_id, span_id, parent_span_id = self._ids(ids, at)
         return otlpjson.span(
-            name=STATEMENT_SPAN,
+            name=name,
             kind=_CLIENT,
             trace_id=trace_id,
             span_id=span_id,

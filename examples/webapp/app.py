@@ -12,82 +12,45 @@ Run it (an emulated primary with two lagging replicas starts inside the process)
         .venv/bin/python examples/webapp/app.py        # or your own servers
 
 Endpoints: ``GET /`` (the page), ``POST /notes`` (form, then redirect to ``/``),
-``GET /api/notes`` and ``POST /api/notes`` (JSON; the read says which server served it).
+``GET /api/notes`` and ``POST /api/notes`` (JSON; the read says which server served it).  API
+clients without cookies may send the token in the ``X-Consistent-Token`` header instead.
+``app_async.py`` is the same application on FastAPI and ``mysql+consistent_async``; what they
+share is in ``notes.py``.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
-from typing import Any, Final
+from typing import Any
 
 import sqlalchemy as sa
-from flask import Flask, Response, g, jsonify, redirect, render_template_string, request, url_for
+from flask import Flask, Response, g, jsonify, redirect, request, url_for
+from notes import (
+    TOKEN_COOKIE,
+    TOKEN_HEADER,
+    Base,
+    Note,
+    note_json,
+    render_page,
+    served_by,
+    start_emulator,
+)
 from sqlalchemy import orm
 from werkzeug.wrappers import Response as BaseResponse
 
-import consistent.dbapi
 import consistent.sqlalchemy as csa
 from consistent.errors import MalformedGtidSet
-from consistent.policy import PRIMARY
+
+__all__ = ["TOKEN_COOKIE", "TOKEN_HEADER", "create_app"]
 
 logger = logging.getLogger(__name__)
 
-#: The cookie that carries the session's consistency token between requests.
-TOKEN_COOKIE: Final = "consistent-token"
-#: Replica lag of the embedded emulator: long enough that a read right after a write would be
-#: stale without the token.
-DEMO_LAG: Final = "150ms..400ms"
 
-PAGE: Final = """<!doctype html>
-<title>Notes</title>
-<h1>Notes</h1>
-<form method="post" action="{{ url_for('add_note') }}">
-  <input name="text" maxlength="200" required autofocus> <button>Add</button>
-</form>
-<ul>{% for note in notes %}<li>{{ note.text }}</li>{% endfor %}</ul>
-<p><small>This page was read on <b>{{ served.server }}</b> ({{ served.role }},
-{{ served.reason }}); your token: <code>{{ served.token or "none" }}</code></small></p>
-"""
-
-
-class Base(orm.DeclarativeBase):
-    pass
-
-
-class Note(Base):
-    __tablename__ = "notes"
-
-    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
-    text: orm.Mapped[str] = orm.mapped_column(sa.String(200))
-
-
-def start_emulator(lag: str = DEMO_LAG) -> tuple[str, Any]:
-    """Start an emulated primary and two replicas in this process: their URL, and the
-    topology (closed at exit, or by ``close()``)."""
-    from consistent.emulator import start_topology  # noqa: PLC0415 - only for the demo
-
-    topology = start_topology(replicas=2, lag=lag)
-    atexit.register(topology.close)
-    topology.create_database("notes")
-    primary = topology.connection_params(None, "notes")
-    replicas = "&".join(f"replica={r.host}:{r.port}" for r in topology.replicas)
-    return f"{primary.url('mysql+consistent')}?{replicas}&wait_timeout=2", topology
-
-
-def served_by(session: orm.Session) -> dict[str, str]:
+def where_read(session: orm.Session) -> dict[str, str]:
     """Where the session's last statement ran and why (from the DB-API's last decision)."""
-    raw: object = session.connection().connection.dbapi_connection
-    decision = raw.last_decision if isinstance(raw, consistent.dbapi.Connection) else None
-    if decision is None:
-        return {"server": "?", "role": "?", "reason": "?", "token": csa.token(session)}
-    return {
-        "server": decision.target,
-        "role": "primary" if decision.target == PRIMARY else "replica",
-        "reason": decision.reason.value,
-        "token": csa.token(session),
-    }
+    raw = session.connection().connection.dbapi_connection
+    return served_by(raw, csa.token(session))
 
 
 def create_app(database_url: str | None = None, **engine_options: Any) -> Flask:
@@ -96,7 +59,7 @@ def create_app(database_url: str | None = None, **engine_options: Any) -> Flask:
     url = database_url or os.environ.get("DATABASE_URL")
     topology = None
     if not url:
-        url, topology = start_emulator()
+        url, topology = start_emulator("mysql+consistent")
     engine = sa.create_engine(url, **engine_options)
     Base.metadata.create_all(engine)
     sessions = orm.sessionmaker(engine, expire_on_commit=False)
@@ -108,7 +71,9 @@ def create_app(database_url: str | None = None, **engine_options: Any) -> Flask:
     def open_session() -> None:
         g.db = sessions()
         try:
-            csa.require(g.db, request.cookies.get(TOKEN_COOKIE))
+            csa.require(
+                g.db, request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE)
+            )
         except MalformedGtidSet:
             logger.info("ignoring a malformed consistency token cookie")
 
@@ -128,7 +93,7 @@ def create_app(database_url: str | None = None, **engine_options: Any) -> Flask:
 
     def list_notes() -> tuple[list[Note], dict[str, str]]:
         notes = list(g.db.scalars(sa.select(Note).order_by(Note.id)))
-        served = served_by(g.db)
+        served = where_read(g.db)
         g.db.commit()  # read-only: nothing is sent, the connection goes back to the pool
         return notes, served
 
@@ -141,7 +106,7 @@ def create_app(database_url: str | None = None, **engine_options: Any) -> Flask:
     @app.get("/")
     def index() -> str:
         notes, served = list_notes()
-        return render_template_string(PAGE, notes=notes, served=served)
+        return render_page(notes, served, url_for("add_note"))
 
     @app.post("/notes")
     def add_note() -> BaseResponse:
@@ -151,7 +116,7 @@ def create_app(database_url: str | None = None, **engine_options: Any) -> Flask:
     @app.get("/api/notes")
     def api_list() -> Response:
         notes, served = list_notes()
-        return jsonify(notes=[{"id": n.id, "text": n.text} for n in notes], served_by=served)
+        return jsonify(notes=[note_json(n) for n in notes], served_by=served)
 
     @app.post("/api/notes")
     def api_add() -> tuple[Response, int]:

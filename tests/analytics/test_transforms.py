@@ -240,8 +240,11 @@ def _span(name: str, span_id: str, attributes: list[dict[str, object]]) -> dict[
 
 @pytest.fixture
 def requests(spark: SparkSession) -> object:
+    # Records are told apart by consistent.record.kind, never by name: the statement span is
+    # named as the database conventions say, and a span named like a record kind without the
+    # attribute is not one.
     statement = _span(
-        "consistent.statement",
+        "SELECT orders",
         "B7AD6B7169203331",
         [
             _kv("consistent.record.kind", stringValue="statement"),
@@ -258,12 +261,13 @@ def requests(spark: SparkSession) -> object:
         "consistent.lag_sample",
         "00f067aa0ba902b7",
         [
+            _kv("consistent.record.kind", stringValue="lag_sample"),
             _kv("consistent.lag.replica", stringValue="10.0.0.2:3306"),
             _kv("consistent.lag.reachable", boolValue=True),
             _kv("consistent.lag.apply_lag_us", intValue="1500"),
         ],
     )
-    other = _span("something.else", "0000000000000001", [])
+    other = _span("consistent.statement", "0000000000000001", [])
     rows = [_request([statement, other]), _request([sample], service="sampler"), {}]
     return spark.createDataFrame(rows, schema.OTLP_REQUEST)
 
@@ -285,13 +289,13 @@ def test_explode_requests(spark: SparkSession, requests: object) -> None:
                 **common,
                 "service_name": "svc",
                 "span_id": "b7ad6b7169203331",
-                "name": "consistent.statement",
+                "name": "SELECT orders",
             },
             {
                 **common,
                 "service_name": "svc",
                 "span_id": "0000000000000001",
-                "name": "something.else",
+                "name": "consistent.statement",
             },
             {
                 **common,
@@ -337,6 +341,7 @@ def test_statements_and_lag_samples_are_typed(spark: SparkSession, requests: obj
                 **base,
                 "service_name": "sampler",
                 "span_id": "00f067aa0ba902b7",
+                "record_kind": "lag_sample",
                 "lag_replica": "10.0.0.2:3306",
                 "lag_reachable": True,
                 "lag_apply_lag_us": 1500,

@@ -53,7 +53,7 @@ class Traced:
         assert session
         found = [r for r in self.memory.records if r.attributes.get(trace.SESSION_ID) == session]
         for record in found:
-            assert record.name == trace.STATEMENT_SPAN
+            assert record.attributes[trace.RECORD_KIND] == trace.RecordKind.STATEMENT
             assert trace.check_attributes(record.name, record.attributes) == ()
         return found
 
@@ -425,7 +425,12 @@ def read_trace_file(path: Path) -> list[dict[str, Any]]:
             for scope_spans in resource_spans["scopeSpans"]:
                 assert scope_spans["scope"]["name"] == trace.SCOPE_NAME
                 for span in scope_spans["spans"]:
-                    spec = trace.span_spec(span["name"])
+                    kinds = [
+                        any_value(a["value"])[1]
+                        for a in span["attributes"]
+                        if a["key"] == trace.RECORD_KIND
+                    ]
+                    spec = trace.span_spec(kinds[0]) if kinds else None
                     assert spec is not None, span["name"]
                     attributes: dict[str, object] = {}
                     for item in span["attributes"]:
@@ -483,7 +488,12 @@ def test_the_trace_file_follows_the_contract(
     assert len(spans) == len(expected)
     for span in spans:
         assert trace.check_attributes(span["name"], span["attributes"]) == ()
-        assert span["name"] == trace.STATEMENT_SPAN
+        assert span["attributes"][trace.RECORD_KIND] == trace.RecordKind.STATEMENT
+        assert span["name"] == trace.statement_span_name(
+            span["attributes"].get(trace.DB_OPERATION_NAME, ""),
+            span["attributes"].get(trace.DB_COLLECTION_NAME),
+            span["attributes"][trace.DB_SYSTEM_NAME],
+        )
         assert span["kind"] == int(trace.SpanKind.CLIENT)
         assert span["attributes"][trace.SESSION_ID] == session
         assert len(span["traceId"]) == 32

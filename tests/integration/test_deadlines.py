@@ -1,7 +1,7 @@
 """Every backend operation has a deadline, and replicas that fall behind or come back are
-handled by the background monitor: one scenario suite through both forms (the DB-API wrapper,
-which the SQLAlchemy engine rides on, and the proxy), on real MariaDB replication and, where the
-emulator can express the fault, on the emulator.
+handled by the background monitor: one scenario suite through every form (the DB-API wrapper,
+which the SQLAlchemy engine rides on, its asyncio form, and the proxy), on real MariaDB
+replication and, where the emulator can express the fault, on the emulator.
 
 Faults: a black-hole replica (accepts TCP, never answers), a replica or a primary stopped with
 SIGSTOP (MariaDB only: the emulator runs in this process), a killed replica, a replica delayed
@@ -12,6 +12,7 @@ within ``wait_timeout + replica_read_timeout + connect_timeout`` plus :data:`SLA
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 import time
@@ -23,7 +24,7 @@ import pymysql
 import pytest
 
 import consistent.dbapi as db
-from consistent import trace
+from consistent import aio, trace
 from consistent.policy import ReplicaKnowledge
 from consistent.protocol.constants import ClientErrno
 from consistent.telemetry import MemoryExporter, Telemetry, TelemetryConfig
@@ -34,7 +35,7 @@ from proxy.testing import ProxyThread
 
 #: Seconds added to every stated bound: the machine is shared and slow at times.
 SLACK: Final = 2.0
-FORMS: Final = ("wrapper", "proxy")
+FORMS: Final = ("wrapper", "aio", "proxy")
 MARIADB_ONLY: Final = REPLICATION_BACKENDS[:1]
 # A monitor interval that means "no monitor to speak of" for the proxy, which always has one:
 # it polls once at start, then not again within a test.
@@ -86,6 +87,28 @@ class Client:
             self._close()
 
 
+class _BlockingCursor:
+    """An asyncio cursor driven to completion call by call on ``loop`` (what :class:`Client`
+    needs of a cursor)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, cursor: aio.Cursor) -> None:
+        self._loop = loop
+        self._cursor = cursor
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    def execute(self, sql: str, args: Any = None) -> int:
+        return self._loop.run_until_complete(self._cursor.execute(sql, args))
+
+    def fetchall(self) -> Any:
+        return self._loop.run_until_complete(self._cursor.fetchall())
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self._cursor.close())
+
+
 @dataclass
 class Harness:
     """A form in front of a topology, with the knowledge and the spans it produces."""
@@ -113,15 +136,18 @@ class Harness:
         return self.replication.primary_port
 
     def open(self, replicas: list[str], settings: Settings) -> Client:
-        client = self._wrapper(replicas, settings) if self.form == "wrapper" else None
-        if client is None:
+        if self.form == "wrapper":
+            client = self._wrapper(replicas, settings)
+        elif self.form == "aio":
+            client = self._aio(replicas, settings)
+        else:
             client = self._proxy(replicas, settings)
         self._closers.append(client.close)
         return client
 
-    def _wrapper(self, replicas: list[str], s: Settings) -> Client:
+    def _options(self, replicas: list[str], s: Settings) -> dict[str, Any]:
         rep = self.replication
-        conn = db.connect(
+        return dict(
             primary=rep.primary,
             replicas=replicas,
             **rep.options,
@@ -134,7 +160,27 @@ class Harness:
             knowledge=self.knowledge,
             telemetry=self.telemetry,
         )
+
+    def _wrapper(self, replicas: list[str], s: Settings) -> Client:
+        conn = db.connect(**self._options(replicas, s))
         return Client(conn.cursor, conn.close)
+
+    def _aio(self, replicas: list[str], s: Settings) -> Client:
+        """The asyncio form, each call run to completion on a loop of the client's own."""
+        loop = asyncio.new_event_loop()
+        try:
+            conn = loop.run_until_complete(aio.connect(**self._options(replicas, s)))
+        except BaseException:
+            loop.close()
+            raise
+
+        def close() -> None:
+            try:
+                loop.run_until_complete(conn.ensure_closed())
+            finally:
+                loop.close()
+
+        return Client(lambda: _BlockingCursor(loop, conn.cursor()), close)
 
     def _proxy(self, replicas: list[str], s: Settings) -> Client:
         rep = self.replication
@@ -185,7 +231,11 @@ class Harness:
     def spans(self) -> list[dict[str, Any]]:
         """The attributes of every statement span so far."""
         assert self.telemetry.flush(10)
-        return [dict(r.attributes) for r in self.memory.records if r.name == trace.STATEMENT_SPAN]
+        return [
+            dict(r.attributes)
+            for r in self.memory.records
+            if r.attributes.get(trace.RECORD_KIND) == "statement"
+        ]
 
     def involving(self, name: str) -> list[dict[str, Any]]:
         """Spans of statements that waited on, ran on, or gave up on replica ``name``."""

@@ -64,7 +64,20 @@ def test_secrets_stay_out_of_reprs() -> None:
         (minimal(on_timeout="panic"), "on_timeout"),
         (minimal(wait_timeout=0), "positive"),
         (minimal(surprise=1), "unknown top-level keys"),
-        (minimal(admin={"listen": "0.0.0.0:9000", "token": "long-enough"}), "loopback only"),
+        (
+            minimal(admin={"listen": "0.0.0.0:9000"}),
+            r"admin.listen 0.0.0.0:9000 is not a loopback address: .* needs admin.token",
+        ),
+        (
+            minimal(admin={"listen": "192.0.2.7:9000", "token": ""}),
+            "not a loopback address",
+        ),
+        (minimal(admin={"listen": "127.0.0.1:9000"}), "at least 8"),
+        (
+            minimal(admin={"token": "long-enough", "tls_cert": "admin.pem"}),
+            "both tls_cert and tls_key",
+        ),
+        (minimal(admin={"token": "long-enough", "port": 1}), r"unknown keys"),
         (minimal(admin={"listen": "127.0.0.1:9000", "token": "short"}), "at least 8"),
         (minimal(tls={"cert": "c.pem"}), "cert and key"),
         (
@@ -83,6 +96,28 @@ def test_secrets_stay_out_of_reprs() -> None:
 def test_invalid_configurations_are_refused(data: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse(data)
+
+
+def test_the_admin_endpoint_may_listen_beyond_loopback_with_its_token(tmp_path: Path) -> None:
+    config = parse(
+        minimal(
+            admin={
+                "listen": "0.0.0.0:9000",
+                "token": "long-enough",
+                "tls_cert": str(tmp_path / "admin.pem"),
+                "tls_key": str(tmp_path / "admin.key"),
+            }
+        )
+    )
+    admin = config.admin
+    assert admin is not None
+    assert not admin.listen.is_loopback
+    assert admin.token == "long-enough"
+    assert admin.tls_cert == tmp_path / "admin.pem"
+    assert admin.tls_key == tmp_path / "admin.key"
+    plain = parse(minimal(admin={"listen": "[::]:9000", "token": "long-enough"})).admin
+    assert plain is not None
+    assert plain.tls_cert is None
 
 
 def test_overrides_apply_to_the_file_and_paths_are_relative_to_it(tmp_path: Path) -> None:

@@ -132,7 +132,7 @@ def test_replica_hints_on_what_may_write_are_refused(
     reasons = [
         (span.attributes[trace.ROUTE_REASON], span.attributes.get(trace.ROUTE_DETAIL))
         for span in memory.records
-        if span.name == trace.STATEMENT_SPAN
+        if span.attributes.get(trace.RECORD_KIND) == "statement"
         and span.attributes.get(trace.ROUTE_REASON) == "hint_refused"
     ]
     assert [detail for _reason, detail in reasons] == [

@@ -86,7 +86,7 @@ def test_admin_status_and_metrics_need_the_token(
         assert session["last_reason"] == "pinned(temporary_table)"
         status, text = get(port, f"/metrics?token={ADMIN_TOKEN}")
         assert status == 200
-        assert b'consistent_proxy_statements_total{reason="pinned",target="primary"} 1.0' in text
+        assert b'reason="pinned",role="primary"} 1.0' in text
         assert b"consistent_proxy_sessions_total 1.0" in text
         assert get(port, "/nothing")[0] == 404
     finally:

@@ -43,7 +43,7 @@ def _spans_by_operation(
     proxy.server.telemetry.flush(5)
     by_op: dict[object, list[Any]] = {}
     for span in memory.records:
-        if span.name == trace.STATEMENT_SPAN:
+        if span.attributes.get(trace.RECORD_KIND) == "statement":
             by_op.setdefault(span.attributes.get(trace.DB_OPERATION_NAME), []).append(
                 span.attributes
             )

@@ -9,12 +9,16 @@ from typing import TYPE_CHECKING
 import pymysql
 import pytest
 import sqlalchemy as sa
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy.dialects.mysql.pymysql import MySQLDialect_pymysql
 
 import consistent.dbapi
-from consistent import errors
+from consistent import errors, trace
 from consistent.policy import PRIMARY
 from consistent.sqlalchemy import ConsistentDialect
+from consistent.telemetry.appspans import provider_telemetry
 
 if TYPE_CHECKING:
     from .conftest import Backend
@@ -202,3 +206,25 @@ def test_connect_args_carry_the_same_options_as_the_url(backend: Backend) -> Non
         decision = raw.last_decision
         assert decision is not None
         assert decision.target == backend.replicas[1]
+
+
+def test_connect_args_send_statement_spans_to_the_applications_provider(
+    backend: Backend,
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    engine = backend.engine(
+        backend.url("mysql+consistent"), connect_args={"tracer_provider": provider}
+    )
+    app = provider.get_tracer("app")
+    with app.start_as_current_span("request") as request, engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT 1").scalar() == 1
+    engine.dispose()
+    assert provider_telemetry(provider).flush(10)
+    selects = [s for s in exporter.get_finished_spans() if s.name == "SELECT"]
+    assert selects
+    for span in selects:
+        assert span.parent is not None
+        assert span.parent.span_id == request.get_span_context().span_id
+        assert (span.attributes or {})[trace.RECORD_KIND] == "statement"

@@ -133,3 +133,9 @@ def test_deadline_and_monitor_options_in_the_url() -> None:
     deadlines = config.deadlines
     assert (deadlines.replica_read, deadlines.read, deadlines.write) == (0.5, 20.0, 15.0)
     assert config.monitor_interval is None
+
+
+def test_the_url_may_send_statement_spans_to_the_applications_provider() -> None:
+    params = connect_params("mysql+consistent://app:pw@db1/shop?tracer_provider=global")
+    assert params["tracer_provider"] == "global"
+    assert "tracer_provider" not in connect_params("mysql+consistent://app:pw@db1/shop")

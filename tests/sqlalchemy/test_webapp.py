@@ -4,26 +4,23 @@ a read on a replica that still sees it, with the token carried by a cookie betwe
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from consistent.testing.loading import load_module
+from .conftest import load_example, notes_of
 
 if TYPE_CHECKING:
     from flask import Flask
 
     from .conftest import Backend
 
-APP_PATH = Path(__file__).resolve().parents[2] / "examples" / "webapp" / "app.py"
-
 
 @pytest.fixture(scope="module")
 def webapp() -> ModuleType:
     pytest.importorskip("flask")
-    return load_module("consistent_example_webapp", APP_PATH)
+    return load_example("app.py")
 
 
 @pytest.fixture
@@ -32,10 +29,6 @@ def app(webapp: ModuleType, backend: Backend) -> Iterator[Flask]:
     backend.catch_up()
     yield app
     app.extensions["consistent_engine"].dispose()
-
-
-def notes_of(body: Any) -> list[str]:
-    return [note["text"] for note in body["notes"]]
 
 
 def test_the_next_request_reads_the_write_on_a_replica(

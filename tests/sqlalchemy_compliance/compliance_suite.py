@@ -1,8 +1,9 @@
 """SQLAlchemy's dialect compliance suite: the same selection runs on every URL.
 
-One test helper is taught our driver's name: ``ServerSideCursorsTest._is_server_side`` knows
-server-side cursors only by driver (``pymysql``, ``mysqldb``…), so for ``consistent`` it asks
-the cursor class whether it streams.  Every other driver gets SQLAlchemy's answer unchanged.
+One test helper is taught our drivers' names: ``ServerSideCursorsTest._is_server_side`` knows
+server-side cursors only by driver (``pymysql``, ``aiomysql``…), so for ``consistent`` it asks
+the cursor class whether it streams, and for ``consistent_async`` it asks SQLAlchemy's asyncio
+adapter, as it does for ``aiomysql``.  Every other driver gets SQLAlchemy's answer unchanged.
 """
 
 from __future__ import annotations
@@ -17,4 +18,6 @@ class ServerSideCursorsTest(_ServerSideCursorsTest):
     def _is_server_side(self, cursor: Any) -> bool:
         if self.engine.dialect.driver == "consistent":
             return bool(getattr(cursor, "unbuffered", False))
+        if self.engine.dialect.driver == "consistent_async":
+            return bool(cursor.server_side)
         return bool(super()._is_server_side(cursor))

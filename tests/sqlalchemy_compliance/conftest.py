@@ -1,4 +1,4 @@
-"""Bootstraps the compliance run: the dialect is registered by name, as its entry point does
+"""Bootstraps the compliance run: the dialects are registered by name, as their entry points do
 for an installed package.  SQLAlchemy's pytest plugin comes from ``compliance.ini`` (``-p``), so
 this file stays inert when the project's own test run walks past it."""
 
@@ -9,5 +9,13 @@ from sqlalchemy.dialects import registry
 
 registry.register("mysql.consistent", "consistent.sqlalchemy", "ConsistentDialect")
 registry.register("mariadb.consistent", "consistent.sqlalchemy", "ConsistentMariaDBDialect")
+registry.register(
+    "mysql.consistent_async", "consistent.sqlalchemy.async_dialect", "ConsistentAsyncDialect"
+)
+registry.register(
+    "mariadb.consistent_async",
+    "consistent.sqlalchemy.async_dialect",
+    "ConsistentAsyncMariaDBDialect",
+)
 
 pytest.register_assert_rewrite("sqlalchemy.testing.assertions")

@@ -1,22 +1,26 @@
 """SQLAlchemy's dialect compliance suite on real MariaDB, through ``mysql+consistent`` and
-through ``mysql+pymysql``: the same selection, compared test by test.
+through ``mysql+pymysql``: the same selection, compared test by test.  ``--form async`` runs
+the asyncio pair instead: ``mysql+consistent_async`` against ``mysql+aiomysql``.
 
 ::
 
     .venv/bin/python tests/sqlalchemy_compliance/run.py             # both dialects, compared
+    .venv/bin/python tests/sqlalchemy_compliance/run.py --form async   # the asyncio pair
     .venv/bin/python tests/sqlalchemy_compliance/run.py --only mysql+consistent -- -k Reflection
 
 One MariaDB primary with two replicas is started for the run (``consistent.testing.mariadb``);
 the suite's databases (``test``, ``test_schema``, ``test_schema_2``) are created fresh before
 each dialect's pass.  ``mysql+pymysql`` talks to the primary alone; ``mysql+consistent`` gets the
-primary and both replicas and reads on the replicas.
+primary and both replicas and reads on the replicas (``mysql+aiomysql`` and
+``mysql+consistent_async`` likewise).
 
 The suite assumes one server: a row committed by one connection is visible to the next
 connection at once.  Between different sessions that is ``read_latest`` (every read waits for
 what the primary had committed when it began), so that is the level of the main pass;
 ``--level read_own_writes`` shows what the default level owes to other sessions (nothing).
 
-Exit status: 0 when no test passes on ``mysql+pymysql`` and fails on ``mysql+consistent``.
+Exit status: 0 when no test passes on the baseline (``mysql+pymysql``, ``mysql+aiomysql``) and
+fails on ours (``mysql+consistent``, ``mysql+consistent_async``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,12 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-DRIVERS = ("mysql+pymysql", "mysql+consistent")
+#: Per form: (baseline, ours), run on the same selection and compared.
+FORMS: dict[str, tuple[str, str]] = {
+    "sync": ("mysql+pymysql", "mysql+consistent"),
+    "async": ("mysql+aiomysql", "mysql+consistent_async"),
+}
+DRIVERS = FORMS["sync"]
 DATABASES = ("test", "test_schema", "test_schema_2")
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 # The suite names each class after the database it ran on (``Foo_mariadb+pymysql_10_11_9``).
@@ -87,8 +96,10 @@ def run_suite(url: str, junit: Path, pytest_args: list[str], *, quiet: bool = Fa
 
 @dataclass
 class Comparison:
-    """Per-dialect outcomes of one selection, and how they differ."""
+    """Per-dialect outcomes of one selection, and how they differ (``drivers``: the
+    baseline, then ours)."""
 
+    drivers: tuple[str, str] = DRIVERS
     results: dict[str, dict[str, str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -104,8 +115,9 @@ class Comparison:
 
     @property
     def differences(self) -> list[tuple[str, str | None, str | None]]:
-        theirs = self.results.get("mysql+pymysql", {})
-        ours = self.results.get("mysql+consistent", {})
+        baseline, ours_name = self.drivers
+        theirs = self.results.get(baseline, {})
+        ours = self.results.get(ours_name, {})
         return [
             (t, theirs.get(t), ours.get(t))
             for t in sorted(theirs.keys() | ours.keys())
@@ -114,14 +126,21 @@ class Comparison:
 
     @property
     def regressions(self) -> list[str]:
-        """Tests that pass on ``mysql+pymysql`` and not on ``mysql+consistent``."""
+        """Tests that pass on the baseline and not on ours."""
         return [t for t, theirs, ours in self.differences if theirs == PASSED and ours != PASSED]
 
 
-def consistent_url(topology: Any, level: str, wait_timeout: str) -> str:
+def consistent_url(
+    topology: Any, level: str, wait_timeout: str, driver: str = "mysql+consistent"
+) -> str:
     params = topology.connection_params(None, "test")
     replicas = "&".join(f"replica={r.host}:{r.port}" for r in topology.replicas)
-    return f"{params.url('mysql+consistent')}?{replicas}&level={level}&wait_timeout={wait_timeout}"
+    return f"{params.url(driver)}?{replicas}&level={level}&wait_timeout={wait_timeout}"
+
+
+def form_of(driver: str) -> str:
+    """The form (``sync`` / ``async``) a driver belongs to."""
+    return next(form for form, pair in FORMS.items() if driver in pair)
 
 
 def compare(
@@ -134,12 +153,14 @@ def compare(
     pytest_args: list[str] | None = None,
     quiet: bool = False,
 ) -> Comparison:
-    """Run the selection on each dialect against ``topology`` (a MariaDB topology)."""
-    urls = {
-        "mysql+pymysql": topology.connection_params(None, "test").url("mysql+pymysql"),
-        "mysql+consistent": consistent_url(topology, level, wait_timeout),
-    }
-    comparison = Comparison()
+    """Run the selection on each dialect against ``topology`` (a MariaDB topology); the
+    baseline and ours are the pair of the form ``drivers[0]`` belongs to."""
+    primary = topology.connection_params(None, "test")
+    urls: dict[str, str] = {}
+    for baseline, ours in FORMS.values():
+        urls[baseline] = primary.url(baseline)
+        urls[ours] = consistent_url(topology, level, wait_timeout, ours)
+    comparison = Comparison(drivers=FORMS[form_of(drivers[0])])
     for driver in drivers:
         recreate_databases(topology)
         junit = reports / f"{driver.replace('+', '_')}.xml"
@@ -152,16 +173,18 @@ def compare(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--level", default="read_latest", help="mysql+consistent's level")
-    parser.add_argument("--wait-timeout", default="5", help="mysql+consistent's wait_timeout")
-    parser.add_argument("--only", choices=DRIVERS, help="run one dialect only")
+    parser.add_argument("--form", choices=FORMS, default="sync", help="the pair to compare")
+    parser.add_argument("--level", default="read_latest", help="our dialect's level")
+    parser.add_argument("--wait-timeout", default="5", help="our dialect's wait_timeout")
+    all_drivers = [driver for pair in FORMS.values() for driver in pair]
+    parser.add_argument("--only", choices=all_drivers, help="run one dialect only")
     parser.add_argument("--junit-dir", type=Path, help="keep the JUnit reports here")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     args = parser.parse_args(argv)
 
     from consistent.testing.mariadb import start_topology
 
-    drivers = (args.only,) if args.only else DRIVERS
+    drivers = (args.only,) if args.only else FORMS[args.form]
     reports = args.junit_dir or Path(tempfile.mkdtemp(prefix="sqla-compliance-"))
     reports.mkdir(parents=True, exist_ok=True)
     with start_topology(replicas=2) as topology:
@@ -178,10 +201,11 @@ def main(argv: list[str] | None = None) -> int:
         print(comparison.summary(driver))
     if len(drivers) < 2:
         return 1 if comparison.counts(drivers[0])[FAILED] else 0
+    baseline, ours_name = comparison.drivers
     print(f"differences: {len(comparison.differences)}")
     for test_id, theirs, ours in comparison.differences:
-        print(f"  {test_id}: mysql+pymysql {theirs}, mysql+consistent {ours}")
-    print(f"pass on mysql+pymysql, not on mysql+consistent: {len(comparison.regressions)}")
+        print(f"  {test_id}: {baseline} {theirs}, {ours_name} {ours}")
+    print(f"pass on {baseline}, not on {ours_name}: {len(comparison.regressions)}")
     return 1 if comparison.regressions else 0
 
 

@@ -513,7 +513,11 @@ def test_lag_records_join_the_statement_stream() -> None:
         pass
     LagSampler(flavor="mysql", replicas=[EP_C], connect=lambda _e: C, emit=telemetry.emit).sample()
     assert telemetry.flush(10)
-    assert [r.name for r in memory.records] == [trace.STATEMENT_SPAN, trace.LAG_SAMPLE_SPAN]
+    assert [r.name for r in memory.records] == ["SELECT", trace.LAG_SAMPLE_SPAN]
+    assert [r.attributes[trace.RECORD_KIND] for r in memory.records] == [
+        "statement",
+        "lag_sample",
+    ]
     telemetry.shutdown()
 
 

@@ -123,7 +123,12 @@ def test_lag_records_set_the_lag_gauge() -> None:
                 span_id=1,
                 start_ns=1,
                 end_ns=2,
-                attributes={trace.LAG_REPLICA: replica, trace.LAG_CHANNEL: "", **attributes},
+                attributes={
+                    trace.RECORD_KIND: "lag_sample",
+                    trace.LAG_REPLICA: replica,
+                    trace.LAG_CHANNEL: "",
+                    **attributes,
+                },
             )
         )
     assert telemetry.flush(10)

@@ -33,8 +33,10 @@ def test_a_write_records_where_it_ran_and_the_gtids_it_produced(harness: Harness
     h.run("UPDATE t SET v = 1 WHERE k = 7", produced=G1)
     record = h.last()
     a = record.attributes
-    assert record.name == trace.STATEMENT_SPAN
+    assert record.name == "UPDATE t"
     assert record.kind is trace.SpanKind.CLIENT
+    assert a[trace.DB_COLLECTION_NAME] == "t"
+    assert a[trace.DB_SYSTEM] == "mysql"
     assert a[trace.RECORD_KIND] == "statement"
     assert a[trace.DB_SYSTEM_NAME] == "mysql"
     assert (a[trace.SERVER_ADDRESS], a[trace.SERVER_PORT]) == ("db-primary.example", 3306)

@@ -116,7 +116,9 @@ def test_check_attributes_finds_each_kind_of_problem() -> None:
     del missing[trace.LAG_REPLICA]
     (problem,) = trace.check_attributes(trace.LAG_SAMPLE_SPAN, missing)
     assert trace.LAG_REPLICA in problem
-    assert trace.check_attributes("other", {}) == ("unknown span name 'other'",)
+    assert trace.check_attributes("other", {}) == (
+        "'other' has no known consistent.record.kind (None)",
+    )
     # a bool is not an int, an int is a fine double
     assert trace.check_attributes(trace.LAG_SAMPLE_SPAN, {**ok, trace.SERVER_PORT: True})
     assert (
@@ -125,6 +127,7 @@ def test_check_attributes_finds_each_kind_of_problem() -> None:
             {
                 trace.RECORD_KIND: "statement",
                 trace.DB_SYSTEM_NAME: "mysql",
+                trace.DB_SYSTEM: "mysql",
                 trace.SERVER_ADDRESS: "h",
                 trace.SERVER_PORT: 1,
                 trace.SESSION_ID: "s",

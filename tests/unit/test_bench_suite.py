@@ -70,6 +70,24 @@ def _dbapi_backend(c: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def test_aio_rows_group_overhead_then_read_cost_across_backends() -> None:
+    backend = _dbapi_backend(None)
+    del backend["c"]
+    rows = suite.aio_rows({"backends": {"emulator": backend, "mariadb": backend}})
+    assert [r.area for r in rows] == [
+        "asyncio form overhead vs raw aiomysql",
+        "asyncio form overhead vs raw aiomysql",
+        "asyncio read_own_writes latency vs eventual",
+        "asyncio read_own_writes latency vs eventual",
+    ]
+    assert "(MariaDB)" in rows[0].figure
+    assert rows[0].result == "1.04x"
+    assert rows[0].detail.startswith("520 vs 500 us/stmt")
+    assert rows[3].detail == "180 vs 200 us (medians), 0 waits in 1,500 reads"
+    with pytest.raises(suite.UnexpectedFigures):
+        suite.aio_rows({"backends": {}})
+
+
 def test_dbapi_rows_group_overhead_then_read_cost_then_lag_across_backends() -> None:
     lag = {
         "iterations": 1000,
@@ -383,6 +401,7 @@ def test_every_area_of_the_issue_has_a_script() -> None:
         "gtid",
         "classify",
         "dbapi",
+        "aio",
         "tracing",
         "emulator",
         "proxy",

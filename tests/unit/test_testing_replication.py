@@ -3,9 +3,12 @@ with recorded lag controls instead of servers."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from consistent.testing.loading import load_module
 from consistent.testing.replication import Replication, injected_lag
@@ -84,3 +87,14 @@ def test_load_module_runs_a_file_as_a_module(tmp_path: Path) -> None:
     module = load_module("consistent_test_loaded_script", script)
     assert module.twice(21) == 42
     assert module.__name__ == "consistent_test_loaded_script"
+
+
+def test_load_module_with_siblings_imports_the_modules_beside_it(tmp_path: Path) -> None:
+    (tmp_path / "consistent_test_sibling.py").write_text("VALUE = 7\n")
+    script = tmp_path / "script_with_sibling.py"
+    script.write_text("from consistent_test_sibling import VALUE\n")
+    with pytest.raises(ImportError):
+        load_module("consistent_test_without_siblings", script)
+    module = load_module("consistent_test_with_siblings", script, with_siblings=True)
+    assert module.VALUE == 7
+    assert str(tmp_path) not in sys.path  # only while it ran

@@ -1,0 +1,392 @@
+"""Asyncio cursors whose statements are routed by the connection's policy.
+
+The asyncio form of :mod:`consistent.dbapi.cursor`: a cursor formats its parameters, hands the
+SQL to its :class:`~consistent.aio.connection.Connection`, and reads the result from whichever
+server ran it through an aiomysql cursor of the matching class on that server's connection.
+Four classes, as in aiomysql: buffered or unbuffered (server-side), tuples or dicts; a subclass
+of one of aiomysql's classes is accepted wherever a cursor class is (:func:`cursor_class`), and
+reads its results, so its row conversion (or its ``_show_warnings``) applies.
+
+aiomysql's API: ``await cur.execute(sql, args)``, ``await cur.fetchone()``, ``async with
+conn.cursor() as cur``, ``async for row in cur``, ``await cur.close()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from consistent import errors
+from consistent.aio import _aiomysql
+from consistent.classify import StatementKind, classify
+from consistent.dbapi import _pymysql
+from consistent.telemetry import NOOP_SPAN
+
+if TYPE_CHECKING:
+    from consistent.aio.connection import Connection
+
+__all__ = ["Cursor", "DictCursor", "SSCursor", "SSDictCursor", "cursor_class"]
+
+Row = tuple[Any, ...] | dict[str, Any]
+
+
+class Cursor:
+    """A buffered cursor returning rows as tuples."""
+
+    #: Rows are streamed from the server instead of read at ``execute()``.
+    unbuffered: ClassVar[bool] = False
+    #: Rows are dicts keyed by column name.
+    as_dict: ClassVar[bool] = False
+    #: The aiomysql cursor class that reads results (``None``: aiomysql's class of this kind).
+    driver_class: ClassVar[type[Any] | None] = None
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection: Connection | None = connection
+        self._arraysize = 1
+        self._inner: Any = None
+        self._inners: dict[int, Any] = {}
+        # The direct path's last (connection, aiomysql cursor): most cursors use only one.
+        self._direct: tuple[Any, Any] = (None, None)
+        self._deferred: str | None = None
+        self._inner_class = (
+            self.driver_class or _aiomysql.CURSOR_CLASSES[(self.unbuffered, self.as_dict)]
+        )
+
+    # ------------------------------------------------------------------ attributes
+
+    @property
+    def connection(self) -> Connection | None:
+        """The connection the cursor was made by; ``None`` once closed (as aiomysql)."""
+        return self._connection
+
+    @property
+    def closed(self) -> bool:
+        """True once closed."""
+        return self._connection is None
+
+    @property
+    def arraysize(self) -> int:
+        """Rows ``fetchmany()`` returns by default (PEP 249)."""
+        return self._arraysize
+
+    @arraysize.setter
+    def arraysize(self, value: int) -> None:
+        self._arraysize = value
+        if self._inner is not None:
+            self._inner.arraysize = value
+
+    @property
+    def description(self) -> tuple[tuple[Any, ...], ...] | None:
+        """Seven-item column descriptions of the last result, or ``None``."""
+        inner = self._inner
+        return inner.description if inner is not None else None
+
+    @property
+    def rowcount(self) -> int:
+        """Rows produced or affected by the last statement; -1 when not known."""
+        inner = self._inner
+        if inner is None:
+            return -1
+        count = inner.rowcount
+        return -1 if count is None else int(count)
+
+    @property
+    def lastrowid(self) -> int | None:
+        """``AUTO_INCREMENT`` value of the last ``INSERT``."""
+        inner = self._inner
+        return inner.lastrowid if inner is not None else None
+
+    @property
+    def rownumber(self) -> int:
+        """Index of the next row in the result."""
+        inner = self._inner
+        return int(inner.rownumber) if inner is not None else 0
+
+    @property
+    def _executed(self) -> str | None:
+        """The last statement as sent, parameters interpolated, or ``None`` before the first."""
+        inner = self._inner
+        if inner is not None:
+            return inner._executed  # type: ignore[no-any-return]
+        return self._deferred
+
+    # ------------------------------------------------------------------ execution
+
+    def _conn(self) -> Connection:
+        connection = self._connection
+        if connection is None:
+            raise errors.ProgrammingError("the cursor is closed")
+        return connection
+
+    def _inner_for(self, raw: Any) -> Any:
+        inner = self._inners.get(id(raw))
+        if inner is None or inner.connection is not raw:
+            inner = self._inner_class(raw, False)
+            inner.arraysize = self._arraysize
+            self._inners[id(raw)] = inner
+        return inner
+
+    async def _finish_previous(self) -> None:
+        inner = self._inner
+        if inner is not None and self.unbuffered:
+            try:
+                await inner.close()  # drain the rest of an unbuffered result
+            except Exception as exc:
+                if not _pymysql.is_disconnect(exc):
+                    raise _pymysql.translate_error(exc) from exc
+        self._inner = None
+
+    async def execute(self, query: str | bytes, args: Any = None) -> int:
+        """Run one statement (``args`` fill ``%s`` / ``%(name)s`` placeholders); returns the
+        number of affected rows."""
+        connection = self._conn()
+        raw = connection._direct
+        if raw is not None:  # no replicas: hand the statement to aiomysql as it is
+            if self.unbuffered and self._inner is not None:
+                await self._finish_previous()
+            last_raw, inner = self._direct
+            if last_raw is not raw or inner._connection is not raw:
+                inner = self._inner_for(raw)
+                self._direct = (raw, inner)
+            self._inner = inner
+            tracer = connection._tracer
+            if isinstance(query, str):
+                text = query
+            else:
+                text = query.decode(errors="replace") if tracer.enabled else ""
+            # What Connection._direct_call does, inlined: this is the whole per-statement cost
+            # of a connection without replicas.
+            link = connection._primary
+            watchdog = link.watchdog
+            timeout = link.read_timeout
+            with tracer.statement(text) as span:
+                connection._span = span
+                watchdog.arm(timeout)
+                try:
+                    return int(await inner.execute(query, args))
+                except asyncio.CancelledError:
+                    if watchdog.expired():
+                        raise connection._primary_lost(link.missed_deadline(timeout)) from None
+                    connection._interrupted(link)
+                    raise
+                except Exception as exc:
+                    raise connection._direct_failure(exc) from exc
+                finally:
+                    watchdog.disarm()
+                    connection._span = NOOP_SPAN
+        sql = query.decode() if isinstance(query, bytes) else query
+        if args is not None:
+            sql = connection._mogrify(sql, args)
+        return await self._run(sql)
+
+    async def _run(self, sql: str) -> int:
+        connection = self._conn()
+        await self._finish_previous()
+        self._deferred = None
+
+        async def run(raw: Any) -> int:
+            inner = self._inner_for(raw)
+            self._inner = inner
+            rows = await inner.execute(sql)
+            return int(rows) if rows is not None else 0
+
+        result = await connection._run_statement(sql, run)
+        if result is None:  # deferred by the policy: nothing ran
+            self._inner = None
+            self._deferred = sql
+            return 0
+        return int(result)
+
+    async def executemany(self, query: str, args: Sequence[Any]) -> int | None:
+        """Run ``query`` once per parameter set in ``args``.  A write runs on the primary,
+        where aiomysql batches ``INSERT … VALUES`` into multi-row statements; reads are routed
+        one by one."""
+        connection = self._conn()
+        args_list = list(args)
+        if not args_list:
+            return None
+        stmt = connection.classify(query)
+        if stmt.kind is StatementKind.READ and not stmt.must_use_primary:
+            total = 0
+            for one in args_list:
+                total += await self.execute(query, one)
+            return total
+        await self._finish_previous()
+        self._deferred = None
+
+        async def run(raw: Any) -> int:
+            inner = self._inner_for(raw)
+            self._inner = inner
+            rows = await inner.executemany(query, args_list)
+            return int(rows) if rows is not None else 0
+
+        result = await connection._run_statement(query, run, stmt)
+        return int(result) if result is not None else 0
+
+    async def callproc(self, procname: str, args: Sequence[Any] = ()) -> Sequence[Any]:
+        """Call a stored procedure on the primary (it may write); returns ``args``."""
+        connection = self._conn()
+        await self._finish_previous()
+        stmt = classify(f"CALL {procname}()")
+
+        async def run(raw: Any) -> Sequence[Any]:
+            inner = self._inner_for(raw)
+            self._inner = inner
+            return await inner.callproc(procname, args)  # type: ignore[no-any-return]
+
+        result = await connection._run_statement(f"CALL {procname}", run, stmt)
+        return result if result is not None else args
+
+    async def nextset(self) -> bool | None:
+        """Move to the next result of a multi-result statement; ``None`` when none is left."""
+        self._conn()
+        inner = self._inner
+        if inner is None:
+            return None
+        try:
+            return await inner.nextset()  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise _pymysql.translate_error(exc) from exc
+
+    def mogrify(self, query: str, args: Any = None) -> str:
+        """The SQL ``execute(query, args)`` would send."""
+        return query if args is None else self._conn()._mogrify(query, args)
+
+    # ------------------------------------------------------------------ fetching
+
+    def _result(self) -> Any:
+        self._conn()
+        inner = self._inner
+        if inner is None:
+            raise errors.ProgrammingError("execute() first: there is no result to fetch")
+        return inner
+
+    async def fetchone(self) -> Row | None:
+        """The next row, or ``None``."""
+        try:
+            return await self._result().fetchone()  # type: ignore[no-any-return]
+        except errors.Error:
+            raise
+        except Exception as exc:
+            raise _pymysql.translate_error(exc) from exc
+
+    async def fetchmany(self, size: int | None = None) -> Sequence[Row]:
+        """Up to ``size`` rows (default ``arraysize``); an empty sequence at the end."""
+        try:
+            return await self._result().fetchmany(  # type: ignore[no-any-return]
+                size if size is not None else self._arraysize
+            )
+        except errors.Error:
+            raise
+        except Exception as exc:
+            raise _pymysql.translate_error(exc) from exc
+
+    async def fetchall(self) -> Sequence[Row]:
+        """The remaining rows."""
+        try:
+            return await self._result().fetchall()  # type: ignore[no-any-return]
+        except errors.Error:
+            raise
+        except Exception as exc:
+            raise _pymysql.translate_error(exc) from exc
+
+    async def scroll(self, value: int, mode: str = "relative") -> None:
+        """Move in the result (buffered cursors; unbuffered ones only forward)."""
+        try:
+            await self._result().scroll(value, mode)
+        except errors.Error:
+            raise
+        except Exception as exc:
+            raise _pymysql.translate_error(exc) from exc
+
+    def __aiter__(self) -> Cursor:
+        return self
+
+    async def __anext__(self) -> Row:
+        row = await self.fetchone()
+        if row is None:
+            raise StopAsyncIteration
+        return row
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def setinputsizes(self, *args: Any) -> None:
+        """PEP 249 no-op (a coroutine: SQLAlchemy's asyncio adapter awaits it)."""
+
+    def setoutputsizes(self, *args: Any) -> None:
+        """PEP 249 no-op."""
+
+    async def close(self) -> None:
+        """Close the cursor (an unbuffered result is drained first)."""
+        if self._connection is None:
+            return
+        try:
+            await self._finish_previous()
+        finally:
+            self._connection = None
+            self._inners.clear()
+            self._direct = (None, None)
+
+    def __await__(self) -> Generator[Any, None, Cursor]:
+        """``cur = await conn.cursor()``, as aiomysql allows."""
+        yield from ()
+        return self
+
+    async def __aenter__(self) -> Cursor:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class SSCursor(Cursor):
+    """An unbuffered (server-side) cursor: rows are read as they are fetched."""
+
+    unbuffered = True
+
+
+class DictCursor(Cursor):
+    """A buffered cursor returning rows as dicts."""
+
+    as_dict = True
+
+
+class SSDictCursor(SSCursor):
+    """An unbuffered cursor returning rows as dicts."""
+
+    as_dict = True
+
+
+_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = {
+    (False, False): Cursor,
+    (True, False): SSCursor,
+    (False, True): DictCursor,
+    (True, True): SSDictCursor,
+}
+
+
+def cursor_class(cls: type[Any]) -> type[Cursor]:
+    """Our cursor class for ``cls``: ``cls`` itself when it is ours; for aiomysql's four
+    classes, ours of the same kind; for a subclass of one of them (SQLAlchemy's aiomysql
+    adapter passes such subclasses), a subclass of ours of that kind that reads results
+    through ``cls``."""
+    if isinstance(cls, type) and issubclass(cls, Cursor):
+        return cls
+    kind = _aiomysql.cursor_kind(cls)
+    if kind is None:
+        raise errors.NotSupportedError(f"unsupported cursor class {cls!r}")
+    ours = _BY_KIND[kind]
+    if cls is _aiomysql.CURSOR_CLASSES[kind]:
+        return ours
+    return type(
+        cls.__name__,
+        (ours,),
+        {"driver_class": cls, "__module__": __name__, "__doc__": ours.__doc__},
+    )
