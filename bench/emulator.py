@@ -85,7 +85,7 @@ def serve_forever() -> None:
     """Child mode: run one emulated server, print its port, stop when stdin closes."""
     from consistent.emulator.wire.thread import EmulatorThread
 
-    with EmulatorThread() as emu:
+    with EmulatorThread(fast_loop=True) as emu:
         print(emu.port, flush=True)
         sys.stdin.read()
 

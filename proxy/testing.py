@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import importlib
 import threading
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Final, TypeVar
 
+from consistent.eventloop import new_event_loop
 from consistent.policy import ReplicaKnowledge
 from consistent.telemetry import Telemetry
 from proxy.config import ProxyConfig
@@ -28,19 +28,6 @@ __all__ = ["ProxyThread", "new_event_loop"]
 
 T = TypeVar("T")
 _TIMEOUT: Final = 30.0
-
-
-def new_event_loop(use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
-    """A new event loop: uvloop's when installed (and wanted), else asyncio's."""
-    if use_uvloop:
-        try:
-            uvloop = importlib.import_module("uvloop")
-        except ImportError:
-            pass
-        else:
-            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-            return loop
-    return asyncio.new_event_loop()
 
 
 class ProxyThread:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -30,6 +30,8 @@ from consistent.demo.headline import (
     ground_truth_table,
     headline_table,
 )
+from consistent.demo.lagcheck import TOLERANCE, compare, overloaded
+from consistent.demo.processes import Children
 from consistent.demo.progress import live_view
 from consistent.demo.session import DemoSettings, WorkloadResult, run_workload
 from consistent.demo.topology import Backends, emulated, mariadb
@@ -52,6 +54,7 @@ __all__ = [
     "configure_parser",
     "execute",
     "ground_truth",
+    "lag_report",
     "run_demo",
 ]
 
@@ -68,7 +71,7 @@ DESCRIPTION: Final = f"""\
 Run the whole product on this machine, from workload to staleness report.
 
   consistent demo                             # {_DEFAULTS.seconds:g} s of workload, then Spark
-  consistent demo --seconds 20 --sessions 16  # shorter
+  consistent demo --seconds 20                # shorter
   consistent demo --skip-analysis             # the workload only: no Spark, no Java
   consistent demo --mariadb                   # on real MariaDB servers (mariadbd)
 
@@ -76,7 +79,10 @@ It starts a replication topology (emulated MySQL by default, real MariaDB with -
 primary, two replicas with realistic and bursty lag, and a delayed replica in a chain.  Then
 the proxy in front of it, a lag sampler, and sessions that write then read back, through the
 DB-API wrapper and through the proxy, at every consistency level, all traced to OUT/traces/.
-The clients check each read on the data (did it see the session's own write?).  Spark then
+The topology, the proxy and the clients (one process per path) run in processes of
+their own.  The clients check each read on the data (did it see the session's own write?);
+each replica's measured median lag is shown beside its model's, with a warning when the
+machine is too loaded to keep to the model.  Spark then
 analyses the traces (OUT/analysis/report.html) and the headline table sets the audit's
 findings beside what the clients saw.
 
@@ -158,18 +164,40 @@ def _check(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _workload(
-    console: Console, backends: Backends, settings: DemoSettings, out: Path, live: bool
+def _workload(  # noqa: PLR0917 (the parts of one run)
+    console: Console,
+    backends: Backends,
+    settings: DemoSettings,
+    out: Path,
+    live: bool,
+    children: Children,
 ) -> WorkloadResult:
     if not live:
         console.print(f"running the workload for {settings.seconds:g} s…")
-        return run_workload(backends, settings, out)
+        return run_workload(backends, settings, out, children=children)
     with Live(console=console, refresh_per_second=settings.refresh, transient=False) as view:
 
         def tick(tallies: Sequence[SessionTally], started: float) -> None:
             view.update(live_view(tallies, started, settings.seconds))
 
-        return run_workload(backends, settings, out, on_tick=tick)
+        return run_workload(backends, settings, out, on_tick=tick, children=children)
+
+
+def lag_report(models: Mapping[str, float], measured: Mapping[str, float]) -> list[str]:
+    """The lines that set each replica's measured median lag beside its model's, and a
+    warning when one differs by more than 50% (nothing when the lag is not modelled)."""
+    checks = compare(models, measured)
+    lines = [check.line() for check in checks]
+    off = overloaded(checks)
+    if off:
+        names = ", ".join(check.replica for check in off)
+        lines.append(
+            f"[bold yellow]warning:[/] the measured lag of {names} differs from the "
+            f"configured model by more than {TOLERANCE:.0%}: the machine is overloaded "
+            "(the emulated lag is CPU starvation, not the model); fewer --sessions, or an "
+            "idle machine, show the model"
+        )
+    return lines
 
 
 class DemoError(OperationalError):
@@ -293,11 +321,16 @@ def execute(
     """Run the demo: topology, workload, analysis (unless ``with_analysis`` is false; ``spark``
     replaces the session it would build), headline.  Raises :class:`consistent.errors.Error`
     when a part cannot start."""
-    with mariadb() if use_mariadb else emulated() as backends:
+    with (
+        Children() as children,
+        mariadb() if use_mariadb else emulated(children=children) as backends,
+    ):
         _header(console, backends, settings, out)
-        workload = _workload(console, backends, settings, out, live)
+        workload = _workload(console, backends, settings, out, live, children)
     truth = ground_truth(workload.tallies)
     console.print(ground_truth_table(truth, "what the clients saw, per level"))
+    for line in lag_report(backends.lag_models, workload.measured_lag):
+        console.print(line)
     if workload.dropped_spans:
         console.print(f"[yellow]note:[/] {workload.dropped_spans} spans were dropped")
     result = _analysis(console, workload.traces, out / "analysis", spark) if with_analysis else None

@@ -1,8 +1,10 @@
 """One demo run against running backends: tracing, the proxy, the lag sampler, the sessions.
 
-:func:`run_workload` sets the schema up, starts the proxy and the lag sampler with tracing to
-files under ``OUT/traces/``, runs the sessions for the time asked while ``on_tick`` shows them,
-then stops everything in order and flushes the traces.
+:func:`run_workload` sets the schema up, starts the proxy (in a process of its own) and the
+lag sampler (here) with tracing to files under ``OUT/traces/``, runs the sessions for the
+time asked in client processes, one per path (:mod:`consistent.demo.clients`), while
+``on_tick`` shows them, then stops everything in order and flushes the traces.  The sampler
+also keeps the lag it measured per replica (:mod:`consistent.demo.lagcheck`).
 """
 
 from __future__ import annotations
@@ -11,40 +13,47 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pymysql
 
-import consistent.dbapi
+from consistent.demo.clients import (
+    PROXY_PASSWORD,
+    PROXY_USER,
+    ClientSettings,
+    SharedTallies,
+    run_clients,
+    serve_proxy,
+    telemetry_to,
+)
+from consistent.demo.lagcheck import LagRecorder
+from consistent.demo.processes import Child, Children
 from consistent.demo.topology import Backends
-from consistent.demo.workload import Connection as SessionConnection
 from consistent.demo.workload import (
     SessionPlan,
     SessionTally,
     WorkloadSettings,
     plan_sessions,
     setup_statements,
-    start_sessions,
     wait_until,
 )
-from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
-from consistent.telemetry import Endpoint, LagSampler, Telemetry, TelemetryConfig
+from consistent.telemetry import Endpoint, LagSampler
+from consistent.telemetry.records import SpanRecord
 from consistent.telemetry.sampler import SamplerConnection
-from proxy.config import parse
-from proxy.testing import ProxyThread
 
 __all__ = ["DemoSettings", "WorkloadResult", "run_workload"]
 
 logger = logging.getLogger(__name__)
 
-_PROXY_USER: Final = "demo"
-_PROXY_PASSWORD: Final = "demo-secret"
 _CATCH_UP_SECONDS: Final = 30.0
 _CONNECT_TIMEOUT: Final = 5
-_READ_TIMEOUT: Final = 30
+#: Seconds a part has to start (spawning an interpreter and importing the product), and to
+#: stop once asked (its sessions finish their statement, its traces are flushed).
+_START_SECONDS: Final = 60.0
+_STOP_SECONDS: Final = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +61,7 @@ class DemoSettings:
     """What to run: for how long, how many sessions, and the routing knobs."""
 
     seconds: float = 75.0
-    sessions: int = 32
+    sessions: int = 16
     #: Seconds a read may wait for a replica to catch up (then it runs on the primary).
     wait_timeout: float = 1.0
     #: Lag sampler period, seconds: often enough that the audit can judge most reads, not so
@@ -73,20 +82,8 @@ class WorkloadResult:
     #: Spans the telemetry pipelines had to drop (full queues).
     dropped_spans: int
     lag_rounds: int
-
-
-def _telemetry(path: Path, service: str) -> Telemetry:
-    """A pipeline writing OTLP-JSON lines to ``path``; its queue is large enough that a
-    demo on a busy machine drops nothing."""
-    return Telemetry(
-        TelemetryConfig(
-            service_name=service,
-            traces_exporters=("file",),
-            trace_file=path,
-            max_queue_size=200_000,
-            schedule_delay=0.5,
-        )
-    )
+    #: Replica name → the median lag the sampler measured, seconds.
+    measured_lag: Mapping[str, float] = field(default_factory=dict)
 
 
 def _clean(traces: Path) -> None:
@@ -106,25 +103,24 @@ def _setup(backends: Backends, keys: Sequence[int]) -> None:
     backends.catch_up(_CATCH_UP_SECONDS)
 
 
-def _proxy(backends: Backends, settings: DemoSettings, telemetry: Telemetry) -> ProxyThread:
-    config = parse(
-        {
-            "listen": "127.0.0.1:0",
-            "wait_timeout": settings.wait_timeout,
-            "backends": {
-                "primary": backends.primary.address,
-                "replicas": [r.address for r in backends.replicas],
-                "user": backends.user,
-                "password": backends.password,
-                "monitor_interval_ms": 200,
-            },
-            "users": {_PROXY_USER: {"password": _PROXY_PASSWORD}},
-        }
-    )
-    return ProxyThread(config, telemetry=telemetry)
+def _proxy_config(backends: Backends, settings: DemoSettings) -> dict[str, Any]:
+    return {
+        "listen": "127.0.0.1:0",
+        "wait_timeout": settings.wait_timeout,
+        "backends": {
+            "primary": backends.primary.address,
+            "replicas": [r.address for r in backends.replicas],
+            "user": backends.user,
+            "password": backends.password,
+            "monitor_interval_ms": 200,
+        },
+        "users": {PROXY_USER: {"password": PROXY_PASSWORD}},
+    }
 
 
-def _sampler(backends: Backends, settings: DemoSettings, telemetry: Telemetry) -> LagSampler:
+def _sampler(
+    backends: Backends, settings: DemoSettings, emit: Callable[[SpanRecord], None]
+) -> LagSampler:
     def connect(endpoint: Endpoint) -> SamplerConnection:
         kwargs = {
             **backends.connect_kwargs(backends.primary),
@@ -142,72 +138,45 @@ def _sampler(backends: Backends, settings: DemoSettings, telemetry: Telemetry) -
         replicas=[Endpoint(r.host, r.port) for r in backends.replicas],
         primary=Endpoint(backends.primary.host, backends.primary.port),
         connect=connect,
-        emit=telemetry.emit,
+        emit=emit,
         interval=settings.sample_interval,
     )
 
 
-def _connector(
-    backends: Backends, settings: DemoSettings, telemetry: Telemetry, proxy_port: int
-) -> Callable[[SessionPlan], SessionConnection]:
-    """How a session connects: the DB-API wrapper straight to the servers, or PyMySQL to the
-    proxy with the level set by ``SET @@consistent_level``."""
-    knowledge = ReplicaKnowledge()
-    acknowledged = AcknowledgedWrites()
-    options = dict(backends.options)
-
-    def dbapi(plan: SessionPlan) -> SessionConnection:
-        return consistent.dbapi.connect(
-            primary=backends.primary.address,
-            replicas=[r.address for r in backends.replicas],
-            level=plan.level,
-            wait_timeout=settings.wait_timeout,
-            user=backends.user,
-            password=backends.password,
-            connect_timeout=_CONNECT_TIMEOUT,
-            read_timeout=_READ_TIMEOUT,
-            knowledge=knowledge,
-            acknowledged=acknowledged,
-            telemetry=telemetry,
-            **options,
-        )
-
-    def through_proxy(plan: SessionPlan) -> SessionConnection:
-        connection: SessionConnection = pymysql.connect(
-            host="127.0.0.1",
-            port=proxy_port,
-            user=_PROXY_USER,
-            password=_PROXY_PASSWORD,
-            autocommit=True,
-            connect_timeout=_CONNECT_TIMEOUT,
-            read_timeout=_READ_TIMEOUT,
-        )
-        cursor = connection.cursor()
-        try:
-            cursor.execute("SET @@consistent_level = %s", (plan.level,))
-        finally:
-            cursor.close()
-        return connection
-
-    paths: dict[str, Callable[[SessionPlan], SessionConnection]] = {
-        "dbapi": dbapi,
-        "proxy": through_proxy,
-    }
-    return lambda plan: paths[plan.path](plan)
+def _client_settings(
+    backends: Backends, settings: DemoSettings, proxy_port: int, traces: Path
+) -> ClientSettings:
+    return ClientSettings(
+        primary=backends.primary.address,
+        replicas=tuple(r.address for r in backends.replicas),
+        user=backends.user,
+        password=backends.password,
+        options=backends.options,
+        replica_ports=backends.replica_ports,
+        proxy_port=proxy_port,
+        wait_timeout=settings.wait_timeout,
+        trace_file=traces / "dbapi.jsonl",
+        workload=settings.workload,
+    )
 
 
-@contextlib.contextmanager
-def _pipelines(traces: Path) -> Iterator[dict[str, Telemetry]]:
-    pipelines = {
-        "dbapi": _telemetry(traces / "dbapi.jsonl", "consistent-demo-dbapi"),
-        "proxy": _telemetry(traces / "proxy.jsonl", "consistent-demo-proxy"),
-        "lag": _telemetry(traces / "lag.jsonl", "consistent-demo-lag-sampler"),
-    }
-    try:
-        yield pipelines
-    finally:
-        for pipeline in pipelines.values():
-            pipeline.shutdown()
+def _start_clients(
+    children: Children, plans: Sequence[SessionPlan], settings: ClientSettings
+) -> tuple[list[Child], SharedTallies]:
+    """One client process per path, each with the sessions of that path."""
+    shared = SharedTallies(len(plans))
+    clients = []
+    for path in dict.fromkeys(plan.path for plan in plans):
+        sessions = [(i, plan) for i, plan in enumerate(plans) if plan.path == path]
+        clients.append(children.start(f"{path} clients", run_clients, sessions, settings, shared))
+    for client in clients:
+        client.receive(_START_SECONDS)
+    return clients, shared
+
+
+def _measured(backends: Backends, recorder: LagRecorder) -> dict[str, float]:
+    by_address = recorder.medians()
+    return {r.name: by_address[r.address] for r in backends.replicas if r.address in by_address}
 
 
 def run_workload(
@@ -215,43 +184,56 @@ def run_workload(
     settings: DemoSettings,
     out: Path,
     on_tick: Callable[[Sequence[SessionTally], float], None] | None = None,
+    children: Children | None = None,
 ) -> WorkloadResult:
     """Run the sessions for ``settings.seconds`` against ``backends``, traces to
     ``out/traces``; ``on_tick(tallies, started)`` is called ``settings.refresh`` times a
-    second (``started`` is ``time.monotonic()`` when the sessions started)."""
+    second (``started`` is ``time.monotonic()`` when the sessions started).  The proxy and
+    the clients run in processes of their own, started in ``children`` (or in a
+    :class:`Children` of this call) and stopped before this returns; the lag sampler runs
+    here.  Raises :class:`~consistent.demo.processes.ChildFailed` when one of them fails."""
     traces = out / "traces"
     _clean(traces)
     plans = plan_sessions(settings.sessions)
     tallies = tuple(SessionTally(plan) for plan in plans)
     _setup(backends, [plan.key for plan in plans])
-    stop = threading.Event()
-    with _pipelines(traces) as pipelines:
-        sampler = _sampler(backends, settings, pipelines["lag"])
+    with contextlib.ExitStack() as stack:
+        owner = children if children is not None else stack.enter_context(Children())
+        lag = telemetry_to(traces / "lag.jsonl", "consistent-demo-lag-sampler")
+        stack.callback(lag.shutdown)
+        proxy = owner.start(
+            "proxy", serve_proxy, _proxy_config(backends, settings), traces / "proxy.jsonl"
+        )
+        proxy_port = proxy.receive(_START_SECONDS)
+        recorder = LagRecorder(lag.emit)
+        sampler = _sampler(backends, settings, recorder)
         sampler.start()
-        try:
-            with _proxy(backends, settings, pipelines["proxy"]) as proxy, backends.disturb():
-                connect = _connector(backends, settings, pipelines["dbapi"], proxy.port)
-                started = time.monotonic()
-                threads = start_sessions(
-                    tallies, connect, backends.replica_ports, stop, settings.workload
-                )
-                try:
-                    wait_until(
-                        started + settings.seconds,
-                        threading.Event(),
-                        lambda: on_tick(tallies, started) if on_tick else None,
-                        1.0 / settings.refresh,
-                    )
-                finally:
-                    stop.set()
-                    for thread in threads:
-                        thread.join(_READ_TIMEOUT)
-                elapsed = time.monotonic() - started
-                if on_tick:
-                    on_tick(tallies, started)
-        finally:
-            sampler.stop()
-        for pipeline in pipelines.values():
-            pipeline.flush()
-        dropped = sum(p.dropped for p in pipelines.values())
-    return WorkloadResult(tallies, traces, elapsed, dropped, sampler.rounds)
+        stack.callback(sampler.stop)
+        stack.enter_context(backends.disturb())
+        client_settings = _client_settings(backends, settings, proxy_port, traces)
+        clients, shared = _start_clients(owner, plans, client_settings)
+        started = time.monotonic()
+
+        def tick() -> None:
+            owner.check()
+            for index, tally in enumerate(tallies):
+                shared.read(index, tally)
+            if on_tick:
+                on_tick(tallies, started)
+
+        wait_until(started + settings.seconds, threading.Event(), tick, 1.0 / settings.refresh)
+        for client in clients:
+            client.request_stop()
+        dropped = sum(client.receive(_STOP_SECONDS) for client in clients)
+        elapsed = time.monotonic() - started
+        for index, tally in enumerate(tallies):
+            shared.read(index, tally)
+        if on_tick:
+            on_tick(tallies, started)
+        dropped += proxy.finish(_STOP_SECONDS)
+        sampler.stop()
+        lag.flush()
+        dropped += lag.dropped
+    return WorkloadResult(
+        tallies, traces, elapsed, dropped, sampler.rounds, _measured(backends, recorder)
+    )

@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
 
+from consistent.demo.lagcheck import model_medians
+from consistent.demo.processes import Children
 from consistent.emulator.replication import (
     ChannelSpec,
     LagModel,
@@ -25,7 +27,17 @@ from consistent.emulator.replication import (
 from consistent.emulator.replication.lagmodel import Burst, LogNormal, Uniform
 from consistent.emulator.replication.threaded import TopologyThread
 
-__all__ = ["DELAY_SECONDS", "Backends", "emulated", "emulated_spec", "mariadb"]
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+__all__ = [
+    "DELAY_SECONDS",
+    "Backends",
+    "emulated",
+    "emulated_spec",
+    "mariadb",
+    "serve_topology",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +84,9 @@ class Backends:
     catch_up: Callable[[float], None]
     #: Lag injected while the workload runs (MariaDB: the bursts), as a context manager.
     disturb: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext
+    #: Replica name → the median lag its configured model gives, seconds (empty when the
+    #: lag is not modelled, as on MariaDB).
+    lag_models: Mapping[str, float] = field(default_factory=dict)
 
     def connect_kwargs(self, server: Server) -> dict[str, Any]:
         """PyMySQL keyword arguments for ``server``."""
@@ -140,18 +155,47 @@ def _describe_emulated(spec: TopologySpec, thread: TopologyThread) -> tuple[str,
     return tuple(lines)
 
 
-@contextlib.contextmanager
-def emulated(seed: int = 7) -> Iterator[Backends]:
-    """The emulated topology of :func:`emulated_spec`, in a background thread."""
+#: Seconds the topology process has to start its servers.
+_START_SECONDS: Final = 60.0
+
+
+def serve_topology(channel: Connection, stop: threading.Event, seed: int) -> None:
+    """The topology process (see :mod:`consistent.demo.processes`): start the topology of
+    :func:`emulated_spec` (built here: a spec does not pickle), send
+    ``("ready", (endpoints, description))``, then answer ``("catch_up", timeout)`` requests
+    with ``("caught_up", None)`` until ``stop`` is set."""
     spec = emulated_spec(seed)
-    with TopologyThread(spec, host=_LOOPBACK) as thread:
-        endpoints = thread.endpoints
+    with TopologyThread(spec, host=_LOOPBACK, fast_loop=True) as thread:
+        channel.send(("ready", (thread.endpoints, _describe_emulated(spec, thread))))
+        while not stop.is_set():
+            if not channel.poll(0.2):
+                continue
+            request, timeout = channel.recv()
+            if request != "catch_up":
+                raise ValueError(f"unknown request {request!r}")
+            thread.wait_for_all(timeout)
+            channel.send(("caught_up", None))
+
+
+@contextlib.contextmanager
+def emulated(seed: int = 7, children: Children | None = None) -> Iterator[Backends]:
+    """The emulated topology of :func:`emulated_spec`, in a process of its own (started in
+    ``children``, or in a :class:`Children` of its own)."""
+    spec = emulated_spec(seed)
+    with contextlib.ExitStack() as stack:
+        owner = children if children is not None else stack.enter_context(Children())
+        child = owner.start("topology", serve_topology, seed)
+        endpoints, description = child.receive(_START_SECONDS)
         primary = endpoints["primary"]
 
         def server(name: str) -> Server:
             endpoint = endpoints[name]
             role = "primary" if name == "primary" else "replica"
             return Server(name, endpoint.host, endpoint.port, role)
+
+        def catch_up(timeout: float) -> None:
+            child.channel.send(("catch_up", timeout))
+            child.receive(timeout + _START_SECONDS)
 
         yield Backends(
             flavor="mysql",
@@ -160,9 +204,10 @@ def emulated(seed: int = 7) -> Iterator[Backends]:
             user=primary.user,
             password=primary.password,
             options=(),
-            description=_describe_emulated(spec, thread),
+            description=description,
             notes=(),
-            catch_up=thread.wait_for_all,
+            catch_up=catch_up,
+            lag_models=model_medians(spec),
         )
 
 

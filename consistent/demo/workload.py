@@ -85,7 +85,7 @@ class WorkloadSettings:
     """How sessions behave: pauses are drawn uniformly up to these many seconds."""
 
     #: Pause between a session's rounds (think time).
-    think: float = 0.1
+    think: float = 0.25
     #: Pause between the first and the second read of a round.
     reread: float = 0.02
     #: Reads after each write.

@@ -214,7 +214,7 @@ def run_emulate(
     restore = _on_signals(stop_on)
     try:
         try:
-            topology_thread = TopologyThread(spec, host=args.host).start()
+            topology_thread = TopologyThread(spec, host=args.host, fast_loop=True).start()
         except TopologyError as exc:
             raise CommandError(exc.msg, EXIT_FAILURE) from exc
         with topology_thread as topology:

@@ -12,6 +12,7 @@ no commit timestamps before 8.0.1 (a 5.7 version makes a source without them).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,8 +54,10 @@ def emulated_version(text: str) -> str:
     return text if "-" in text else f"{text}-consistent-emulator"
 
 
+@functools.lru_cache(maxsize=64)
 def version_number(version: str) -> int:
-    """``8.0.36-…`` → 80036, as ``do_server_version_int`` computes it."""
+    """``8.0.36-…`` → 80036, as ``do_server_version_int`` computes it (remembered: the
+    version decides rules that statements such as ``SET GTID_NEXT`` look up each time)."""
     digits = version.split("-", 1)[0].split(".")
     parts = [int(p) if p.isdigit() else 0 for p in [*digits, "0", "0", "0"][:3]]
     return parts[0] * 10000 + parts[1] * 100 + parts[2]

@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import ClassVar, Final, ParamSpec, Self, TypeVar
 
+from consistent.eventloop import new_event_loop
+
 __all__ = ["DEFAULT_TIMEOUT", "LoopThread"]
 
 logger = logging.getLogger(__name__)
@@ -44,8 +46,10 @@ class LoopThread:
     _error_type: ClassVar[type[Exception]] = RuntimeError
     _timeout_error_type: ClassVar[type[Exception]] = TimeoutError
 
-    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, fast_loop: bool = False) -> None:
         self.timeout = timeout
+        #: Run on uvloop when it is installed (:func:`consistent.eventloop.new_event_loop`).
+        self.fast_loop = fast_loop
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -141,13 +145,17 @@ class LoopThread:
 
     def _main(self) -> None:
         try:
-            asyncio.run(self._amain())
+            with asyncio.Runner(loop_factory=self._new_loop) as runner:
+                runner.run(self._amain())
         except BaseException as e:  # reported to start(); the thread must not die silently
             if not self._ready.is_set():
                 self._startup_error = e
                 self._ready.set()
             else:
                 logger.exception("the %s thread failed", self._label)
+
+    def _new_loop(self) -> asyncio.AbstractEventLoop:
+        return new_event_loop(use_uvloop=self.fast_loop)
 
     async def _amain(self) -> None:
         self._loop = asyncio.get_running_loop()

@@ -377,11 +377,14 @@ def _unsupported(what: str) -> Handler:
 
 
 def _lazy(module: str, name: str) -> Handler:
-    """A handler that lives in the SQL package (imported on first use)."""
+    """A handler that lives in the SQL package (imported on first use, then remembered: the
+    import machinery's look-up costs more than some statements)."""
+    resolved: list[Handler] = []
 
     async def handler(session: Session, statement: Statement) -> StmtResult:
-        fn: Handler = getattr(importlib.import_module(module), name)
-        return await fn(session, statement)
+        if not resolved:
+            resolved.append(getattr(importlib.import_module(module), name))
+        return await resolved[0](session, statement)
 
     return handler
 

@@ -92,3 +92,16 @@ def test_the_topology_runner_raises_topology_errors() -> None:
         _ = thread.topology
     with pytest.raises(TopologyError, match="the topology is not running"):
         _ = thread.loop
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_the_loop_is_uvloop_only_when_asked(fast: bool) -> None:
+    uvloop = pytest.importorskip("uvloop") if fast else None
+    runner = Recorder()
+    runner.fast_loop = fast
+    with runner:
+        loop_type = runner.run(lambda: type(asyncio.get_running_loop()))
+    if uvloop is not None:
+        assert issubclass(loop_type, uvloop.Loop)
+    else:
+        assert loop_type.__module__.startswith("asyncio")

@@ -152,6 +152,7 @@ _STATEMENTS = [
     "UPDATE t SET s = '{s}' WHERE k > {i} ORDER BY k LIMIT 2",
     "DELETE FROM t WHERE k = {i}",
     "SELECT k, s, n FROM t WHERE k = {i}",
+    "SELECT n, @@autocommit, @@port FROM t WHERE k = {i}",
     "SELECT * FROM t WHERE s = '{s}' OR k IN ({i}, {j}) ORDER BY k",
     "SELECT COUNT(*), MAX(n) FROM t WHERE k >= {i}",
     "SELECT t.k, w.v FROM t JOIN w ON w.v = t.k WHERE t.k < {j} ORDER BY t.k, w.id",
@@ -261,6 +262,27 @@ def test_a_plan_follows_the_tables_its_names_resolve_to() -> None:
             assert out.result is not None
             assert [c.name for c in out.result.columns] == ["k", "s", "n", "extra"]
             assert out.result.rows == ((1, "base", 0, 7),)
+        srv.close()
+
+    run(scenario())
+
+
+def test_a_select_of_system_variables_is_planned_while_their_values_hold() -> None:
+    async def scenario() -> None:
+        srv = server()
+        s = srv.open_session()
+        for text in _SETUP:
+            await q(s, text)
+        await q(s, "INSERT INTO d.t (k, s) VALUES (1, 'base'), (2, 'two')")
+        for k in (1, 2, 1):
+            assert await rows(s, f"SELECT s, @@autocommit FROM t WHERE k = {k}") == [
+                ("base" if k == 1 else "two", 1)
+            ]
+        assert srv.statement_cache.plans() == 1
+        await q(s, "SET autocommit = 0")
+        assert await rows(s, "SELECT s, @@autocommit FROM t WHERE k = 2") == [("two", 0)]
+        await q(s, "SET autocommit = 1")
+        assert await rows(s, "SELECT s, @@autocommit FROM t WHERE k = 1") == [("base", 1)]
         srv.close()
 
     run(scenario())

@@ -67,9 +67,14 @@ class TopologyThread(LoopThread):
     _timeout_error_type: ClassVar[type[Exception]] = TopologyError
 
     def __init__(
-        self, spec: TopologySpec, *, host: str = LOOPBACK, timeout: float = DEFAULT_TIMEOUT
+        self,
+        spec: TopologySpec,
+        *,
+        host: str = LOOPBACK,
+        timeout: float = DEFAULT_TIMEOUT,
+        fast_loop: bool = False,
     ) -> None:
-        super().__init__(timeout=timeout)
+        super().__init__(timeout=timeout, fast_loop=fast_loop)
         self.spec = spec
         self.host = host
         self._topology: Topology | None = None

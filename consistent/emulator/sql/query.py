@@ -38,6 +38,7 @@ from consistent.emulator.sql.recording import (
     Recorder,
     Replayer,
     TableCall,
+    VariableCall,
     replay,
 )
 from consistent.emulator.sql.shapes import Shape, SqlTemplate
@@ -166,6 +167,7 @@ class _SelectPlan:
     """
 
     calls: tuple[TableCall, ...]
+    variables: tuple[VariableCall, ...]
     sql: SqlTemplate
     tables: tuple[TableRef, ...]
     locking: bool
@@ -228,7 +230,7 @@ async def run_select(session: Session, statement: Statement) -> StmtResult:
     shape = cache.shape(statement)
     if shape is not None:
         plan = cache.plan(_PLAN, shape)
-        if isinstance(plan, _SelectPlan) and replay(session, plan.calls):
+        if isinstance(plan, _SelectPlan) and replay(session, plan.calls, plan.variables):
             await _open_read(session, list(plan.tables), plan.locking)
             cursor = session.execute_sql(plan.sql.render(shape))
             return _plan_result(session, plan, cursor, statement)
@@ -238,7 +240,7 @@ async def run_select(session: Session, statement: Statement) -> StmtResult:
     names = projection_names(statement)
     deferred = await evaluate_deferred(session, tree)
     original = tree.copy()
-    recorder = Recorder(session)
+    recorder = Recorder(session, record_variables=True)
     translation = translate(recorder, tree)
     await _open_read(session, translation.tables, translation.locking)
     sql = translation.sql(copy=False)
@@ -248,6 +250,7 @@ async def run_select(session: Session, statement: Statement) -> StmtResult:
             cache,
             shape,
             calls=recorder.calls,
+            variables=recorder.variables,
             tables=translation.tables,
             locking=translation.locking,
             sql=sql,
@@ -261,6 +264,7 @@ def _remember(
     shape: Shape,
     *,
     calls: list[TableCall],
+    variables: list[VariableCall],
     tables: list[TableRef],
     locking: bool,
     sql: str,
@@ -272,7 +276,7 @@ def _remember(
     tree = cache.template(shape)
     if tree is not None:
         projections = select_projections(tree.copy())
-        replayer = Replayer(calls)
+        replayer = Replayer(calls, variables)
         try:
             template_sql = translate(replayer, tree).sql(copy=False)
         except (NotReplayable, SqlError):
@@ -282,6 +286,7 @@ def _remember(
             if template is not None and not _has_sentinel(projections or [], shape):
                 plan = _SelectPlan(
                     tuple(calls),
+                    tuple(variables),
                     template,
                     tuple(tables),
                     locking,

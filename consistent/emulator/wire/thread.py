@@ -48,8 +48,9 @@ class EmulatorThread(LoopThread):
         host: str = DEFAULT_HOST,
         port: int = 0,
         timeout: float = DEFAULT_TIMEOUT,
+        fast_loop: bool = False,
     ) -> None:
-        super().__init__(timeout=timeout)
+        super().__init__(timeout=timeout, fast_loop=fast_loop)
         self._factory = factory or (lambda: EmulatedServer(config, clock=clock))
         self._wire_config = wire_config
         self._host = host
