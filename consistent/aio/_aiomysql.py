@@ -8,7 +8,8 @@ what differs:
 
 * :class:`TrackingConnection` asks for ``CLIENT.SESSION_TRACK`` and hands every OK packet's
   status and tail to an observer, from the two coroutines that see them:
-  ``Connection._read_query_result()`` (queries) and ``Connection._read_ok_packet()``
+  ``Connection._read_query_result()`` (queries; its buffered branch, which reads a
+  ``MySQLResult``, is inlined) and ``Connection._read_ok_packet()``
   (``commit()``, ``rollback()``, ``begin()``, ``select_db()``, ``autocommit()``, ``ping()``),
   as :class:`consistent.dbapi._pymysql.TrackingConnection` does for PyMySQL;
 * :func:`driver_options` maps the PyMySQL keywords a configuration holds onto aiomysql's.
@@ -27,6 +28,7 @@ import aiomysql.cursors
 import pymysql.charset
 import pymysql.converters
 import pymysql.err
+from aiomysql.connection import MySQLResult
 from pymysql.constants import CLIENT
 from pymysql.protocol import OKPacketWrapper
 
@@ -148,7 +150,18 @@ class TrackingConnection(aiomysql.connection.Connection):  # type: ignore[misc]
         return True
 
     async def _read_query_result(self, unbuffered: bool = False) -> None:
-        await _BASE_READ_QUERY_RESULT(self, unbuffered)
+        if unbuffered:
+            await _BASE_READ_QUERY_RESULT(self, unbuffered)
+        else:
+            # aiomysql's buffered branch, inlined: every statement takes it, and the call to
+            # the base coroutine would be one more coroutine per statement.
+            self._result = None
+            result = MySQLResult(self)
+            await result.read()
+            self._result = result
+            self._affected_rows = result.affected_rows
+            if result.server_status is not None:
+                self.server_status = result.server_status
         result = self._result
         # ``message`` stays None for result sets (they end in EOF): only OKs get here.
         if result is not None and result.message:

@@ -533,13 +533,14 @@ class Connection(SessionCore):
                     result = await self._on_target(PRIMARY, run)
                     self._refresh_direct()
                     return result
-                return await self._direct_call(raw, run(raw))
+                return await self._direct_call(run(raw))
             finally:
                 self._span = NOOP_SPAN
 
-    async def _direct_call(self, raw: TrackingConnection, call: Awaitable[T]) -> T:
+    async def _direct_call(self, call: Awaitable[T]) -> T:
         """Await ``call`` on the primary's connection outside the routing (no replicas),
-        with the primary's read deadline; failures as the routed path reports them."""
+        with the primary's read deadline; failures as the routed path reports them.  This
+        is the whole per-statement cost of a connection without replicas."""
         link = self._primary
         timeout = link.read_timeout
         watchdog = link.watchdog

@@ -13,7 +13,6 @@ conn.cursor() as cur``, ``async for row in cur``, ``await cur.close()``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Generator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -22,7 +21,7 @@ from consistent import errors
 from consistent.aio import _aiomysql
 from consistent.classify import StatementKind, classify
 from consistent.dbapi import _pymysql
-from consistent.telemetry import NOOP_SPAN
+from consistent.telemetry import NOOP_SPAN, NOOP_TRACER
 
 if TYPE_CHECKING:
     from consistent.aio.connection import Connection
@@ -152,29 +151,17 @@ class Cursor:
                 self._direct = (raw, inner)
             self._inner = inner
             tracer = connection._tracer
+            if tracer is NOOP_TRACER:  # tracing off: no span to open
+                return int(await connection._direct_call(inner.execute(query, args)))
             if isinstance(query, str):
                 text = query
             else:
                 text = query.decode(errors="replace") if tracer.enabled else ""
-            # What Connection._direct_call does, inlined: this is the whole per-statement cost
-            # of a connection without replicas.
-            link = connection._primary
-            watchdog = link.watchdog
-            timeout = link.read_timeout
             with tracer.statement(text) as span:
                 connection._span = span
-                watchdog.arm(timeout)
                 try:
-                    return int(await inner.execute(query, args))
-                except asyncio.CancelledError:
-                    if watchdog.expired():
-                        raise connection._primary_lost(link.missed_deadline(timeout)) from None
-                    connection._interrupted(link)
-                    raise
-                except Exception as exc:
-                    raise connection._direct_failure(exc) from exc
+                    return int(await connection._direct_call(inner.execute(query, args)))
                 finally:
-                    watchdog.disarm()
                     connection._span = NOOP_SPAN
         sql = query.decode() if isinstance(query, bytes) else query
         if args is not None:

@@ -13,6 +13,7 @@ own with :meth:`Watchdog.expired`, which also takes the watchdog's cancellation 
 from __future__ import annotations
 
 import asyncio
+from asyncio import current_task, get_running_loop
 
 __all__ = ["Watchdog"]
 
@@ -33,9 +34,9 @@ class Watchdog:
         (``None``: no deadline)."""
         if timeout is None:
             return
-        loop = asyncio.get_running_loop()
+        loop = get_running_loop()
         self._deadline = deadline = loop.time() + timeout
-        self._task = asyncio.current_task()
+        self._task = current_task(loop)
         self._fired = False
         if self._handle is None:
             self._handle = loop.call_at(deadline, self._check)

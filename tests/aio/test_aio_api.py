@@ -228,8 +228,18 @@ def test_the_aiomysql_internals_we_use_exist() -> None:
         "unbuffered",
     ]
     source = inspect.getsource(conn_cls)
-    for attribute in ("self._result", "self._writer", "self.server_status", "self._charset"):
+    for attribute in (
+        "self._result",
+        "self._writer",
+        "self.server_status",
+        "self._charset",
+        "self._affected_rows",
+    ):
         assert f"{attribute} = " in source, attribute
+    # The buffered branch of _read_query_result, which TrackingConnection inlines.
+    assert "result = MySQLResult(self)\n            await result.read()" in source
+    assert inspect.iscoroutinefunction(aiomysql.connection.MySQLResult.read)
+    assert {"affected_rows", "server_status"} <= set(vars(aiomysql.connection.MySQLResult(None)))
     assert issubclass(aiomysql.cursors.DictCursor, aiomysql.cursors._DictCursorMixin)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
