@@ -48,6 +48,7 @@ from consistent.policy import (
     AcknowledgedWrites,
     Action,
     Decision,
+    FlavorName,
     Level,
     ReplicaKnowledge,
     SessionPolicy,
@@ -207,6 +208,8 @@ class SessionCore:
         knowledge = self._knowledge_arg
         flavor = config.flavor or detect_flavor(server_version)
         self._flavor = flavor_sql(flavor, server_version)
+        # Read by the OK-packet observer after every write: kept rather than recomputed.
+        self._flavor_name: FlavorName = self._flavor.name
         self._functions = FunctionRules(flavor, config.read_only_functions)
         self._pending = PendingGtids(flavor, tags=self._flavor.gtid_tags)
         autocommit = config.autocommit
@@ -425,7 +428,7 @@ class SessionCore:
         if name == PRIMARY:
             # Acknowledged to the process now, before the statement returns: a read_all_writes
             # read of any session that begins after it must see it.
-            self._acknowledged.note(text, self._flavor.name)
+            self._acknowledged.note(text, self._flavor_name)
         span = self._span
         if span is not NOOP_SPAN and name == PRIMARY and span.recording and self._own_gtids():
             if not self._replicas:
@@ -447,7 +450,7 @@ class SessionCore:
         """The primary's OK packets carry the statement's own GTIDs: MariaDB's ``last_gtid``
         always, MySQL's tracker only at ``OWN_GTID`` (``ALL_GTIDS`` reports the whole
         executed set, which no statement produced alone)."""
-        return self._flavor.name == "mariadb" or self._primary.tracking is Tracking.OWN
+        return self._flavor_name == "mariadb" or self._primary.tracking is Tracking.OWN
 
     def _parse_gtids(self, text: str) -> GtidState | None:
         """``text`` parsed; ``None`` when it does not parse (the policy's drain reports it)."""

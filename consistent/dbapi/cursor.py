@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from consistent import errors
 from consistent.classify import StatementKind, classify
 from consistent.dbapi import _pymysql
-from consistent.telemetry import NOOP_SPAN
+from consistent.telemetry import NOOP_SPAN, NOOP_TRACER
 
 if TYPE_CHECKING:
     from consistent.dbapi.connection import Connection
@@ -163,6 +163,8 @@ class Cursor:
             # the produced GTIDs to connection._span).  The template, not the bound SQL, is
             # the span's text: the values are not formatted just for tracing.
             tracer = connection._tracer
+            if tracer is NOOP_TRACER:  # tracing off: no span to open
+                return _direct_execute(connection, inner, query, args)
             if isinstance(query, str):
                 text = query
             else:  # rare; decoded only when someone records it
@@ -170,9 +172,7 @@ class Cursor:
             with tracer.statement(text) as span:
                 connection._span = span
                 try:
-                    return int(inner.execute(query, args))
-                except Exception as exc:
-                    raise connection._direct_failure(exc) from exc
+                    return _direct_execute(connection, inner, query, args)
                 finally:
                     connection._span = NOOP_SPAN
         sql = query.decode() if isinstance(query, bytes) else query
@@ -345,6 +345,15 @@ _BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = {
     (False, True): DictCursor,
     (True, True): SSDictCursor,
 }
+
+
+def _direct_execute(connection: Connection, inner: Any, query: str | bytes, args: Any) -> int:
+    """``query`` sent as it is on the primary by PyMySQL's cursor ``inner`` (no replicas);
+    failures as the routed path reports them."""
+    try:
+        return int(inner.execute(query, args))
+    except Exception as exc:
+        raise connection._direct_failure(exc) from exc
 
 
 def cursor_class(cls: type[Any]) -> type[Cursor]:
