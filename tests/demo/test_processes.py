@@ -19,6 +19,14 @@ from consistent.demo.processes import ChildFailed, Children
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _importable_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spawned child imports its target by module name (``tests.demo.test_processes``):
+    the checkout must be on the path it inherits, as it is not when only the package is
+    installed."""
+    monkeypatch.syspath_prepend(str(ROOT))
+
+
 def _ready_then_wait(channel: Any, stop: Any) -> None:
     channel.send(("ready", os.getpid()))
     stop.wait()
