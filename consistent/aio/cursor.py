@@ -21,7 +21,7 @@ from consistent import errors
 from consistent.aio import _aiomysql
 from consistent.classify import StatementKind, classify
 from consistent.dbapi import _pymysql
-from consistent.dbapi.cursorbase import CursorBase, class_for_driver
+from consistent.dbapi.cursorbase import CursorBase, class_for_driver, driver_classes
 from consistent.telemetry import NOOP_SPAN, NOOP_TRACER
 
 if TYPE_CHECKING:
@@ -313,12 +313,9 @@ class SSDictCursor(SSCursor):
     as_dict = True
 
 
-_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = {
-    (False, False): Cursor,
-    (True, False): SSCursor,
-    (False, True): DictCursor,
-    (True, True): SSDictCursor,
-}
+_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = driver_classes(
+    Cursor, SSCursor, DictCursor, SSDictCursor
+)
 
 
 def cursor_class(cls: type[Any]) -> type[Cursor]:

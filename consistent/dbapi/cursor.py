@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from consistent import errors
 from consistent.classify import StatementKind, classify
 from consistent.dbapi import _pymysql
-from consistent.dbapi.cursorbase import CursorBase, class_for_driver
+from consistent.dbapi.cursorbase import CursorBase, class_for_driver, driver_classes
 from consistent.telemetry import NOOP_SPAN, NOOP_TRACER
 
 if TYPE_CHECKING:
@@ -305,12 +305,9 @@ class SSDictCursor(SSCursor):
     as_dict = True
 
 
-_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = {
-    (False, False): Cursor,
-    (True, False): SSCursor,
-    (False, True): DictCursor,
-    (True, True): SSDictCursor,
-}
+_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = driver_classes(
+    Cursor, SSCursor, DictCursor, SSDictCursor
+)
 
 
 def _direct_execute(connection: Connection, inner: Any, query: str | bytes, args: Any) -> int:

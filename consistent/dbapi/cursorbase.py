@@ -14,9 +14,10 @@ from typing import Any, ClassVar, TypeVar
 
 from consistent import errors
 
-__all__ = ["CursorBase", "class_for_driver"]
+__all__ = ["CursorBase", "class_for_driver", "driver_classes", "driver_kind"]
 
 CursorT = TypeVar("CursorT", bound="CursorBase")
+DriverT = TypeVar("DriverT")
 
 
 class CursorBase:
@@ -99,3 +100,26 @@ def class_for_driver(
         (ours,),
         {attribute: cls, "__module__": module, "__doc__": ours.__doc__},
     )
+
+
+def driver_classes(
+    plain: type[DriverT], unbuffered: type[DriverT], as_dict: type[DriverT], both: type[DriverT]
+) -> dict[tuple[bool, bool], type[DriverT]]:
+    """A driver's four cursor classes by ``(unbuffered, as_dict)``."""
+    return {
+        (False, False): plain,
+        (True, False): unbuffered,
+        (False, True): as_dict,
+        (True, True): both,
+    }
+
+
+def driver_kind(
+    cls: object, base: type[Any], unbuffered: type[Any], dict_mixin: type[Any]
+) -> tuple[bool, bool] | None:
+    """``(unbuffered, as_dict)`` of a driver's cursor class or a subclass of one (as the
+    drivers build them: unbuffered from their ``SSCursor``, dict rows from their dict mixin);
+    ``None`` for anything that is no ``base``."""
+    if not isinstance(cls, type) or not issubclass(cls, base):
+        return None
+    return (issubclass(cls, unbuffered), issubclass(cls, dict_mixin))
