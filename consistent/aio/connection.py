@@ -375,10 +375,7 @@ class Connection(ConnectionBase):
 
     def escape(self, obj: Any) -> str:
         """Escape a value as an SQL literal for this connection's character set."""
-        self._check_open()
-        raw = self._primary.raw
-        assert raw is not None
-        return str(raw.escape(obj))
+        return str(self._open_primary().escape(obj))
 
     def literal(self, obj: Any) -> str:
         """Alias of :meth:`escape`."""

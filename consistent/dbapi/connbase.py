@@ -59,6 +59,13 @@ class ConnectionBase(SessionCore):
 
     # ------------------------------------------------------------------ the primary's connection
 
+    def _open_primary(self) -> Any:
+        """The primary's driver connection, the logical connection being open."""
+        self._check_open()
+        raw = self._primary.raw
+        assert raw is not None
+        return raw
+
     def insert_id(self) -> int:
         """``LAST_INSERT_ID`` of the last statement on the primary."""
         raw = self._primary.raw
