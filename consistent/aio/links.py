@@ -15,7 +15,6 @@ that.  Once open, :attr:`read_timeout` bounds each round trip the connection dri
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Callable
@@ -112,13 +111,13 @@ class AsyncServerLink(LinkBase[TrackingConnection]):
             f"within {timeout:g}s)",
         )
 
+    def _close_now(self, conn: TrackingConnection) -> None:
+        conn.close()
+
     def drop(self) -> None:
         """Forget the connection (closing its socket without ceremony)."""
         self.watchdog.close()
-        conn = self._forget()
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
+        super().drop()
 
     async def close(self) -> None:
         """Close the connection politely (``COM_QUIT``)."""

@@ -121,6 +121,17 @@ class LinkBase(Generic[ConnT]):
         self.applied_seq = 0
         self.tracking = None
 
+    def _close_now(self, conn: ConnT) -> None:
+        """Close ``conn``'s socket without ceremony, as its driver does."""
+        raise NotImplementedError
+
+    def drop(self) -> None:
+        """Forget the connection (closing its socket without ceremony)."""
+        conn = self._forget()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                self._close_now(conn)
+
     def _forget(self) -> ConnT | None:
         """Let go of the connection, which is returned for the caller to close."""
         conn, self._conn = self._conn, None
@@ -166,12 +177,8 @@ class ServerLink(LinkBase[TrackingConnection]):
             conn.query(statement)
         self.tracking = tracking
 
-    def drop(self) -> None:
-        """Forget the connection (closing its socket without ceremony)."""
-        conn = self._forget()
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                _pymysql.force_close(conn)
+    def _close_now(self, conn: TrackingConnection) -> None:
+        _pymysql.force_close(conn)
 
     def close(self) -> None:
         """Close the connection politely (``COM_QUIT``)."""
