@@ -20,20 +20,18 @@ replicas, and the emulator's in a child process) it prints:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
-from importlib import metadata
 from typing import Any
 
+import _side_by_side as side_by_side
 import aiomysql
 from dbapi import Topology, emulator_topology, mariadb_topology, prepare
 
 import consistent.aio
-from consistent.policy import PRIMARY, ReplicaKnowledge
+from consistent.policy import ReplicaKnowledge
 from consistent.telemetry import Telemetry, TelemetryConfig
 
 
@@ -94,11 +92,8 @@ async def bench_overhead(topo: Topology, table: str, scale: int) -> dict[str, fl
     disabled.shutdown()
     return {
         "statements": batch * rounds,
-        "raw_us": statistics.median(wall["raw"]) / batch * 1e6,
-        "ours_us": statistics.median(wall["ours"]) / batch * 1e6,
+        **side_by_side.per_statement(names, wall, cpu, batch),
         "ratio": statistics.median(ratios),
-        "raw_cpu_us": statistics.median(cpu["raw"]) / batch * 1e6,
-        "ours_cpu_us": statistics.median(cpu["ours"]) / batch * 1e6,
     }
 
 
@@ -114,11 +109,7 @@ async def _timed_reads(conn: Any, table: str, reads: int) -> tuple[list[float], 
         await cur.execute(f"SELECT v FROM {table} WHERE k = %s", (i % 100,))
         await cur.fetchall()
         samples.append(time.perf_counter() - started)
-        decision = conn.last_decision
-        assert decision is not None
-        if decision.target == PRIMARY:
-            raise RuntimeError(f"a read went to the primary: {decision.reason_text}")
-        if decision.wait_set:
+        if side_by_side.replica_read_waited(conn):
             waits += 1
     return samples, waits
 
@@ -184,32 +175,16 @@ def run(topo: Topology, scale: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=("mariadb", "emulator", "all"), default="all")
-    parser.add_argument("--scale", type=int, default=1, help="multiply the workload sizes")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    args = parser.parse_args(argv)
-    print(f"python {sys.version.split()[0]}, aiomysql {metadata.version('aiomysql')}")
-    backends: dict[str, Any] = {}
-    if args.backend in ("emulator", "all"):
-        with emulator_topology() as topo:
-            if topo is None:
-                print("\n== emulator: not available")
-            else:
-                backends["emulator"] = run(topo, args.scale)
-    if args.backend in ("mariadb", "all"):
-        with mariadb_topology() as topo:
-            backends["mariadb"] = run(topo, args.scale)
-    if args.json:
-        payload = {
-            "python": sys.version.split()[0],
-            "aiomysql": metadata.version("aiomysql"),
-            "scale": args.scale,
-            "backends": backends,
-        }
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(payload, out, indent=2)
-    return 0
+    topologies = {"emulator": emulator_topology, "mariadb": mariadb_topology}
+    description = __doc__.split("\n\n")[0]
+    return side_by_side.main(
+        argv,
+        description,
+        driver="aiomysql",
+        distribution="aiomysql",
+        run=run,
+        topologies=topologies,
+    )
 
 
 if __name__ == "__main__":

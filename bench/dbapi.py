@@ -28,7 +28,6 @@ Against each backend (a real MariaDB primary + 2 replicas started with
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import json
@@ -40,10 +39,10 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import _side_by_side as side_by_side
 import pymysql
 
 import consistent.dbapi as db
@@ -139,14 +138,9 @@ def bench_overhead(topo: Topology, table: str, scale: int) -> dict[str, float]:
     shutil.rmtree(trace_dir)
     return {
         "statements": batch * rounds,
-        "raw_us": statistics.median(wall["raw"]) / batch * 1e6,
-        "ours_us": statistics.median(wall["ours"]) / batch * 1e6,
-        "traced_us": statistics.median(wall["traced"]) / batch * 1e6,
+        **side_by_side.per_statement(names, wall, cpu, batch),
         "ratio": statistics.median(ratios),
         "traced_ratio": statistics.median(traced_ratios),
-        "raw_cpu_us": statistics.median(cpu["raw"]) / batch * 1e6,
-        "ours_cpu_us": statistics.median(cpu["ours"]) / batch * 1e6,
-        "traced_cpu_us": statistics.median(cpu["traced"]) / batch * 1e6,
         "dropped": tracing.dropped,
     }
 
@@ -163,11 +157,7 @@ def _timed_reads(conn: db.Connection, table: str, reads: int) -> tuple[list[floa
         cur.execute(f"SELECT v FROM {table} WHERE k = %s", (i % 100,))
         cur.fetchall()
         samples.append(time.perf_counter() - started)
-        decision = conn.last_decision
-        assert decision is not None
-        if decision.target == PRIMARY:
-            raise RuntimeError(f"a read went to the primary: {decision.reason_text}")
-        if decision.wait_set:
+        if side_by_side.replica_read_waited(conn):
             waits += 1
     return samples, waits
 
@@ -422,32 +412,11 @@ def run(topo: Topology, scale: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=("mariadb", "emulator", "all"), default="all")
-    parser.add_argument("--scale", type=int, default=1, help="multiply the workload sizes")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    args = parser.parse_args(argv)
-    print(f"python {sys.version.split()[0]}, PyMySQL {metadata.version('PyMySQL')}")
-    backends: dict[str, Any] = {}
-    if args.backend in ("emulator", "all"):
-        with emulator_topology() as topo:
-            if topo is None:
-                print("\n== emulator: not available")
-            else:
-                backends["emulator"] = run(topo, args.scale)
-    if args.backend in ("mariadb", "all"):
-        with mariadb_topology() as topo:
-            backends["mariadb"] = run(topo, args.scale)
-    if args.json:
-        payload = {
-            "python": sys.version.split()[0],
-            "pymysql": metadata.version("PyMySQL"),
-            "scale": args.scale,
-            "backends": backends,
-        }
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(payload, out, indent=2)
-    return 0
+    topologies = {"emulator": emulator_topology, "mariadb": mariadb_topology}
+    description = __doc__.split("\n\n")[0]
+    return side_by_side.main(
+        argv, description, driver="pymysql", distribution="PyMySQL", run=run, topologies=topologies
+    )
 
 
 if __name__ == "__main__":

@@ -6,27 +6,9 @@ from __future__ import annotations
 
 import bisect
 
-__all__ = ["DURATION_BOUNDS", "Histogram"]
+from consistent.telemetry.buckets import DURATION_BOUNDS
 
-#: Upper bounds (seconds) of the wait and statement-duration histograms' buckets.  Not
-#: ``Final``: compiled, a ``Final`` tuple of floats is inlined where it is read and the module's
-#: own name is left unset, which then fails at run time ("value for final name was not set").
-DURATION_BOUNDS: tuple[float, ...] = (
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-)
+__all__ = ["DURATION_BOUNDS", "Histogram"]
 
 
 class Histogram:

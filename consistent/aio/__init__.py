@@ -32,11 +32,17 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from types import TracebackType
-from typing import Any, Final
+from typing import Any
 
 from consistent.aio.connection import Connection
 from consistent.aio.cursor import Cursor, DictCursor, SSCursor, SSDictCursor, cursor_class
-from consistent.dbapi.config import build_config, parse_url
+from consistent.dbapi.pep249 import (
+    apilevel,
+    connect_params,
+    paramstyle,
+    session_config,
+    threadsafety,
+)
 from consistent.errors import (
     DatabaseError,
     DataError,
@@ -51,7 +57,6 @@ from consistent.errors import (
 )
 from consistent.policy import AcknowledgedWrites, Level, OnTimeout, ReplicaKnowledge
 from consistent.telemetry import Telemetry
-from consistent.telemetry.appspans import chosen_telemetry
 
 __all__ = [
     "Connection",
@@ -77,13 +82,6 @@ __all__ = [
     "paramstyle",
     "threadsafety",
 ]
-
-#: PEP 249 module attributes, as the blocking form's.
-apilevel: Final = "2.0"
-#: One connection belongs to one task at a time (a session is one state machine).
-threadsafety: Final = 1
-#: ``%s`` and ``%(name)s`` placeholders, as aiomysql.
-paramstyle: Final = "pyformat"
 
 
 class _Connecting:
@@ -131,16 +129,14 @@ def connect(
     connect(...) as conn``.  Arguments as :func:`consistent.dbapi.connect` (``cursorclass``:
     ours, aiomysql's, or a subclass of either).  Bad arguments raise at once, before
     anything is awaited."""
-    params: dict[str, Any] = parse_url(dsn) if dsn is not None else {}
-    params.update(kwargs)
+    params = connect_params(dsn, kwargs)
     if params.pop("defer_connect", False):
         raise NotSupportedError(
             "defer_connect is not taken by consistent.aio: build Connection(config) and "
             "await its connect() instead"
         )
     params.pop("loop", None)  # aiomysql's, long deprecated: the running loop is used
-    telemetry = chosen_telemetry(telemetry, params.pop("tracer_provider", None))
-    config = build_config(**params)
+    config, telemetry = session_config(params, telemetry)
     cls = cursor_class(cursorclass) if cursorclass is not None else None
     return _Connecting(
         Connection(

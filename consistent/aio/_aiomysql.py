@@ -33,6 +33,7 @@ from pymysql.constants import CLIENT
 from pymysql.protocol import OKPacketWrapper
 
 from consistent import errors
+from consistent.dbapi.cursorbase import driver_classes, driver_kind
 from consistent.protocol.constants import ServerStatus
 
 __all__ = [
@@ -75,22 +76,19 @@ _OURS: Final = frozenset({"read_timeout", "write_timeout"})
 _RENAMED: Final = {"database": "db"}
 
 #: The aiomysql cursor class behind each (unbuffered, as_dict) combination.
-CURSOR_CLASSES: Final[dict[tuple[bool, bool], type[aiomysql.cursors.Cursor]]] = {
-    (False, False): aiomysql.cursors.Cursor,
-    (True, False): aiomysql.cursors.SSCursor,
-    (False, True): aiomysql.cursors.DictCursor,
-    (True, True): aiomysql.cursors.SSDictCursor,
-}
+CURSOR_CLASSES: Final[dict[tuple[bool, bool], type[aiomysql.cursors.Cursor]]] = driver_classes(
+    aiomysql.cursors.Cursor,
+    aiomysql.cursors.SSCursor,
+    aiomysql.cursors.DictCursor,
+    aiomysql.cursors.SSDictCursor,
+)
 
 
 def cursor_kind(cls: object) -> tuple[bool, bool] | None:
     """``(unbuffered, as_dict)`` of an aiomysql cursor class or a subclass of one; ``None`` for
     anything else."""
-    if not isinstance(cls, type) or not issubclass(cls, aiomysql.cursors.Cursor):
-        return None
-    return (
-        issubclass(cls, aiomysql.cursors.SSCursor),
-        issubclass(cls, aiomysql.cursors._DictCursorMixin),
+    return driver_kind(
+        cls, aiomysql.cursors.Cursor, aiomysql.cursors.SSCursor, aiomysql.cursors._DictCursorMixin
     )
 
 

@@ -39,6 +39,7 @@ from consistent.aio.links import AsyncServerLink
 from consistent.classify import Classification, classify
 from consistent.dbapi import _pymysql
 from consistent.dbapi.config import ConnectConfig, ServerSpec
+from consistent.dbapi.connbase import ConnectionBase
 from consistent.dbapi.core import (
     BEGIN,
     BEGIN_READ_ONLY,
@@ -51,7 +52,6 @@ from consistent.dbapi.core import (
     ROLLBACK,
     VALUE,
     Plan,
-    SessionCore,
     Step,
     check_resolves,
     weak_observer,
@@ -68,7 +68,7 @@ T = TypeVar("T")
 Run = Callable[[TrackingConnection], Awaitable[Any]]
 
 
-class Connection(SessionCore):
+class Connection(ConnectionBase):
     """A logical asyncio connection that sends reads to replicas when the consistency level
     allows.  Create it with ``await consistent.aio.connect(...)``."""
 
@@ -192,16 +192,7 @@ class Connection(SessionCore):
             raise _pymysql.translate_error(exc, prefix="cannot turn GTID tracking on: ") from exc
         self._lost = None
         self._refresh_direct()
-        interval = config.monitor_interval
-        if config.replicas and interval is not None:
-            process_monitors().attach(
-                self,
-                self._policy.knowledge,
-                self._flavor,
-                (config.primary.name, self._primary.options),
-                [(name, link.options) for name, link in self._replicas.items()],
-                interval=interval,
-            )
+        self._attach_monitor()
 
     async def _reopen(self) -> None:
         self._drain()
@@ -224,25 +215,13 @@ class Connection(SessionCore):
             raise _pymysql.translate_error(
                 exc, prefix=f"cannot connect to the primary {self._config.primary.name}: "
             ) from exc
-        if self._replicas and self._closed and self._config.monitor_interval is not None:
-            process_monitors().attach(
-                self,
-                policy.knowledge,
-                self._flavor,
-                (self._config.primary.name, self._primary.options),
-                [(name, link.options) for name, link in self._replicas.items()],
-                interval=self._config.monitor_interval,
-            )
+        if self._closed:
+            self._attach_monitor()
         self._closed = False
         self._lost = None
         self._refresh_direct()
 
     # ------------------------------------------------------------------ properties
-
-    @property
-    def open(self) -> bool:
-        """True until closed (or until the primary connection was lost)."""
-        return not self._closed and self._lost is None and self._primary.connected
 
     @property
     def closed(self) -> bool:
@@ -340,7 +319,7 @@ class Connection(SessionCore):
         """Check that the primary answers.  With ``reconnect=True`` a closed or lost
         connection, or one whose primary does not answer, is opened again as
         :meth:`connect` does: a fresh session that keeps its token."""
-        if reconnect and (self._closed or self._lost is not None or not self._primary.connected):
+        if reconnect and self._needs_reopen:
             await self.connect()
             return
         self._check_open()
@@ -364,14 +343,13 @@ class Connection(SessionCore):
 
     async def kill(self, thread_id: int) -> None:
         """``KILL thread_id`` on the primary, where :meth:`thread_id` numbers connections."""
-        if not isinstance(thread_id, int):
-            raise TypeError("thread_id must be an integer")
+        sql = self._kill_statement(thread_id)
         self._check_open()
 
         async def run(raw: TrackingConnection) -> None:
             await raw.kill(thread_id)
 
-        await self._run_statement(f"KILL {thread_id:d}", run)
+        await self._run_statement(sql, run)
 
     async def show_warnings(self) -> tuple[tuple[Any, ...], ...]:
         """``SHOW WARNINGS`` where the last statement ran."""
@@ -385,8 +363,7 @@ class Connection(SessionCore):
         """``SET NAMES charset`` and the connection's encoding with it, on the primary now
         and on every replica connection before its next statement (aiomysql's coroutine)."""
         self._check_open()
-        if not _pymysql.charset_known(charset):
-            raise errors.ProgrammingError(f"unknown character set {charset!r}")
+        self._check_charset(charset)
 
         async def run(raw: TrackingConnection) -> None:
             await _aiomysql.set_character_set(raw, charset)
@@ -398,34 +375,11 @@ class Connection(SessionCore):
 
     def escape(self, obj: Any) -> str:
         """Escape a value as an SQL literal for this connection's character set."""
-        self._check_open()
-        raw = self._primary.raw
-        assert raw is not None
-        return str(raw.escape(obj))
+        return str(self._open_primary().escape(obj))
 
     def literal(self, obj: Any) -> str:
         """Alias of :meth:`escape`."""
         return self.escape(obj)
-
-    def insert_id(self) -> int:
-        """``LAST_INSERT_ID`` of the last statement on the primary."""
-        raw = self._primary.raw
-        return int(raw.insert_id() or 0) if raw is not None else 0
-
-    def thread_id(self) -> int:
-        """The primary connection's server thread id."""
-        raw = self._primary.raw
-        return int(raw.thread_id()) if raw is not None else 0
-
-    def get_server_info(self) -> str:
-        """The primary's version string."""
-        raw = self._primary.raw
-        return str(raw.get_server_info()) if raw is not None else ""
-
-    @property
-    def server_version(self) -> str:
-        """The primary's version string."""
-        return self.get_server_info()
 
     def character_set_name(self) -> str:
         """The connection character set."""
@@ -439,32 +393,9 @@ class Connection(SessionCore):
         """The connection character set's name."""
         return self.character_set_name()
 
-    @property
-    def encoding(self) -> str:
-        """The Python codec of the connection character set."""
-        raw = self._primary.raw
-        if raw is None:
-            raise errors.InterfaceError(0, NOT_CONNECTED)
-        return str(raw.encoding)
-
-    def get_host_info(self) -> str:
-        """How the primary connection is made (``"socket host:port"``)."""
-        raw = self._primary.raw
-        return str(raw.get_host_info()) if raw is not None else "Not connected"
-
-    def get_proto_info(self) -> int:
-        """The primary's protocol version."""
-        raw = self._primary.raw
-        return int(raw.get_proto_info()) if raw is not None else 0
-
     def get_transaction_status(self) -> bool:
         """True while the session is in a transaction (aiomysql's method)."""
         return self._policy.in_transaction
-
-    def affected_rows(self) -> int:
-        """Rows the last cursor statement affected (or returned), on the server that ran it."""
-        raw = self._link(self._query_target).raw
-        return int(raw.affected_rows() or 0) if raw is not None else 0
 
     @property
     def host(self) -> str:
@@ -494,9 +425,6 @@ class Connection(SessionCore):
         return False
 
     # ------------------------------------------------------------------ internals used by cursors
-
-    def _mogrify(self, query: str, args: Any) -> str:
-        return str(self._escaper.mogrify(query, args))
 
     async def _on_target(self, target: str, run: Run) -> Any:
         """Run something outside the routing (ping, autocommit…) on one server."""

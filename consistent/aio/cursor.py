@@ -21,6 +21,7 @@ from consistent import errors
 from consistent.aio import _aiomysql
 from consistent.classify import StatementKind, classify
 from consistent.dbapi import _pymysql
+from consistent.dbapi.cursorbase import CursorBase, class_for_driver, driver_classes
 from consistent.telemetry import NOOP_SPAN, NOOP_TRACER
 
 if TYPE_CHECKING:
@@ -31,13 +32,9 @@ __all__ = ["Cursor", "DictCursor", "SSCursor", "SSDictCursor", "cursor_class"]
 Row = tuple[Any, ...] | dict[str, Any]
 
 
-class Cursor:
+class Cursor(CursorBase):
     """A buffered cursor returning rows as tuples."""
 
-    #: Rows are streamed from the server instead of read at ``execute()``.
-    unbuffered: ClassVar[bool] = False
-    #: Rows are dicts keyed by column name.
-    as_dict: ClassVar[bool] = False
     #: The aiomysql cursor class that reads results (``None``: aiomysql's class of this kind).
     driver_class: ClassVar[type[Any] | None] = None
 
@@ -75,41 +72,6 @@ class Cursor:
         self._arraysize = value
         if self._inner is not None:
             self._inner.arraysize = value
-
-    @property
-    def description(self) -> tuple[tuple[Any, ...], ...] | None:
-        """Seven-item column descriptions of the last result, or ``None``."""
-        inner = self._inner
-        return inner.description if inner is not None else None
-
-    @property
-    def rowcount(self) -> int:
-        """Rows produced or affected by the last statement; -1 when not known."""
-        inner = self._inner
-        if inner is None:
-            return -1
-        count = inner.rowcount
-        return -1 if count is None else int(count)
-
-    @property
-    def lastrowid(self) -> int | None:
-        """``AUTO_INCREMENT`` value of the last ``INSERT``."""
-        inner = self._inner
-        return inner.lastrowid if inner is not None else None
-
-    @property
-    def rownumber(self) -> int:
-        """Index of the next row in the result."""
-        inner = self._inner
-        return int(inner.rownumber) if inner is not None else 0
-
-    @property
-    def _executed(self) -> str | None:
-        """The last statement as sent, parameters interpolated, or ``None`` before the first."""
-        inner = self._inner
-        if inner is not None:
-            return inner._executed  # type: ignore[no-any-return]
-        return self._deferred
 
     # ------------------------------------------------------------------ execution
 
@@ -351,12 +313,9 @@ class SSDictCursor(SSCursor):
     as_dict = True
 
 
-_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = {
-    (False, False): Cursor,
-    (True, False): SSCursor,
-    (False, True): DictCursor,
-    (True, True): SSDictCursor,
-}
+_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = driver_classes(
+    Cursor, SSCursor, DictCursor, SSDictCursor
+)
 
 
 def cursor_class(cls: type[Any]) -> type[Cursor]:
@@ -364,16 +323,12 @@ def cursor_class(cls: type[Any]) -> type[Cursor]:
     classes, ours of the same kind; for a subclass of one of them (SQLAlchemy's aiomysql
     adapter passes such subclasses), a subclass of ours of that kind that reads results
     through ``cls``."""
-    if isinstance(cls, type) and issubclass(cls, Cursor):
-        return cls
-    kind = _aiomysql.cursor_kind(cls)
-    if kind is None:
-        raise errors.NotSupportedError(f"unsupported cursor class {cls!r}")
-    ours = _BY_KIND[kind]
-    if cls is _aiomysql.CURSOR_CLASSES[kind]:
-        return ours
-    return type(
-        cls.__name__,
-        (ours,),
-        {"driver_class": cls, "__module__": __name__, "__doc__": ours.__doc__},
+    return class_for_driver(
+        cls,
+        Cursor,
+        _BY_KIND,
+        driver_classes=_aiomysql.CURSOR_CLASSES,
+        cursor_kind=_aiomysql.cursor_kind,
+        attribute="driver_class",
+        module=__name__,
     )

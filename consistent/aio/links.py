@@ -15,42 +15,31 @@ that.  Once open, :attr:`read_timeout` bounds each round trip the connection dri
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Callable
 from typing import Any, Final
 
 import pymysql.err
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception,
-    stop_after_attempt,
-    stop_after_delay,
-    wait_exponential,
-)
+from tenacity import AsyncRetrying
 
 from consistent.aio import _aiomysql
 from consistent.aio._aiomysql import TrackingConnection
 from consistent.aio.deadline import Watchdog
-from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi.config import ServerSpec
-from consistent.dbapi.links import REPLICA_CONNECT_ATTEMPTS
-from consistent.policy import Tracking
+from consistent.dbapi.links import LinkBase
 from consistent.protocol.constants import ClientErrno
 
 __all__ = ["AsyncServerLink"]
 
 logger = logging.getLogger(__name__)
 
-# PyMySQL's default connect_timeout, which the blocking form inherits.
-_DEFAULT_CONNECT_TIMEOUT: Final = 10.0
 _CONN_HOST_ERROR: Final = int(ClientErrno.CR_CONN_HOST_ERROR)
 _SERVER_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
 
 
-class AsyncServerLink:
+class AsyncServerLink(LinkBase[TrackingConnection]):
     """The connection to one server (``name`` is ``"primary"`` or the replica's name)."""
 
     def __init__(
@@ -62,48 +51,12 @@ class AsyncServerLink:
         replica: bool,
         observer: Callable[[str, int, bytes], None],
     ) -> None:
-        self.name = name
-        self.spec = spec
-        self.replica = replica
-        self._options = options
+        super().__init__(name, spec, options, replica=replica, observer=observer)
         self._driver_options = _aiomysql.driver_options(options, spec.name)
-        self._observer = observer
-        self._conn: TrackingConnection | None = None
         #: Seconds the server may take over one round trip (``None``: no deadline).
         self.read_timeout: float | None = options.get("read_timeout")
         #: Enforces :attr:`read_timeout` on the round trips the driver makes.
         self.watchdog = Watchdog()
-        #: Session-state replay number this connection has reached.
-        self.applied_seq = 0
-        #: Tracker mode currently set on the connection (``None``: not set).
-        self.tracking: Tracking | None = None
-
-    @property
-    def address(self) -> str:
-        """``host:port`` of the server."""
-        return self.spec.name
-
-    @property
-    def connected(self) -> bool:
-        """True while a connection is open."""
-        return self._conn is not None and self._conn.open
-
-    @property
-    def raw(self) -> TrackingConnection | None:
-        """The open aiomysql connection, if any."""
-        return self._conn
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """The PyMySQL keywords that reach this server (the background monitor, which runs
-        PyMySQL in a thread, connects with them)."""
-        return dict(self._options)
-
-    @property
-    def connect_timeout(self) -> float:
-        """Seconds opening the connection may take (PyMySQL's default when not set)."""
-        value = self._options.get("connect_timeout")
-        return float(value) if value is not None else _DEFAULT_CONNECT_TIMEOUT
 
     async def _open_once(self) -> TrackingConnection:
         conn = TrackingConnection(
@@ -131,19 +84,12 @@ class AsyncServerLink:
             return conn
         self.drop()
         if self.replica:
-            retrying = AsyncRetrying(
-                stop=stop_after_attempt(REPLICA_CONNECT_ATTEMPTS)
-                | stop_after_delay(self.connect_timeout),
-                wait=wait_exponential(multiplier=0.05, max=0.5),
-                retry=retry_if_exception(_pymysql.is_disconnect),
-                reraise=True,
+            opened: TrackingConnection = await AsyncRetrying(**self._replica_retry())(
+                self._open_once
             )
-            opened: TrackingConnection = await retrying(self._open_once)
         else:
             opened = await self._open_once()
-        self._conn = opened
-        self.applied_seq = 0
-        self.tracking = None
+        self._opened(opened)
         if self.replica and flavor is not None and flavor.replica_tracking is not None:
             try:
                 async with asyncio.timeout(self.read_timeout):
@@ -165,22 +111,18 @@ class AsyncServerLink:
             f"within {timeout:g}s)",
         )
 
+    def _close_now(self, conn: TrackingConnection) -> None:
+        conn.close()
+
     def drop(self) -> None:
         """Forget the connection (closing its socket without ceremony)."""
         self.watchdog.close()
-        conn, self._conn = self._conn, None
-        self.applied_seq = 0
-        self.tracking = None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
+        super().drop()
 
     async def close(self) -> None:
         """Close the connection politely (``COM_QUIT``)."""
         self.watchdog.close()
-        conn, self._conn = self._conn, None
-        self.applied_seq = 0
-        self.tracking = None
+        conn = self._forget()
         if conn is not None and conn.open:
             try:
                 await conn.ensure_closed()

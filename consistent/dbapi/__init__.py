@@ -31,11 +31,18 @@ with its switch:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
-from consistent.dbapi.config import ConnectConfig, ServerSpec, build_config, parse_url
+from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.connection import Connection
 from consistent.dbapi.cursor import Cursor, DictCursor, SSCursor, SSDictCursor, cursor_class
+from consistent.dbapi.pep249 import (
+    apilevel,
+    connect_params,
+    paramstyle,
+    session_config,
+    threadsafety,
+)
 from consistent.dbapi.types import (
     BINARY,
     DATETIME,
@@ -64,7 +71,6 @@ from consistent.errors import (
 )
 from consistent.policy import AcknowledgedWrites, Level, OnTimeout, ReplicaKnowledge
 from consistent.telemetry import Telemetry
-from consistent.telemetry.appspans import chosen_telemetry
 
 __all__ = [
     "BINARY",
@@ -104,13 +110,6 @@ __all__ = [
     "threadsafety",
 ]
 
-#: PEP 249: this module speaks DB-API 2.0.
-apilevel: Final = "2.0"
-#: PEP 249: threads may share the module but not connections (a session is one state machine).
-threadsafety: Final = 1
-#: PEP 249: ``%s`` and ``%(name)s`` placeholders, as PyMySQL.
-paramstyle: Final = "pyformat"
-
 
 def connect(
     dsn: str | None = None,
@@ -144,11 +143,9 @@ def connect(
     application's OpenTelemetry provider instead, as children of the application's current
     span (:mod:`consistent.telemetry.appspans`).
     """
-    params: dict[str, Any] = parse_url(dsn) if dsn is not None else {}
-    params.update(kwargs)
+    params = connect_params(dsn, kwargs)
     defer = bool(params.pop("defer_connect", defer_connect))
-    telemetry = chosen_telemetry(telemetry, params.pop("tracer_provider", None))
-    config = build_config(**params)
+    config, telemetry = session_config(params, telemetry)
     cls = cursor_class(cursorclass) if cursorclass is not None else None
     return Connection(
         config,

@@ -36,6 +36,7 @@ import pymysql.err
 from pymysql.constants import CLIENT
 
 from consistent import errors
+from consistent.dbapi.cursorbase import driver_classes, driver_kind
 from consistent.errors import RemoteProtocolError
 from consistent.gtid import GtidState
 from consistent.protocol.constants import ServerStatus, SessionStateType
@@ -87,23 +88,20 @@ _IN_TRANS: Final = int(ServerStatus.IN_TRANS)
 DISCONNECT_ERRNOS: Final = frozenset({1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055, 4031})
 
 #: The PyMySQL cursor class behind each (unbuffered, as_dict) combination.
-CURSOR_CLASSES: Final[dict[tuple[bool, bool], type[pymysql.cursors.Cursor]]] = {
-    (False, False): pymysql.cursors.Cursor,
-    (True, False): pymysql.cursors.SSCursor,
-    (False, True): pymysql.cursors.DictCursor,
-    (True, True): pymysql.cursors.SSDictCursor,
-}
+CURSOR_CLASSES: Final[dict[tuple[bool, bool], type[pymysql.cursors.Cursor]]] = driver_classes(
+    pymysql.cursors.Cursor,
+    pymysql.cursors.SSCursor,
+    pymysql.cursors.DictCursor,
+    pymysql.cursors.SSDictCursor,
+)
 
 
 def cursor_kind(cls: object) -> tuple[bool, bool] | None:
     """``(unbuffered, as_dict)`` of a PyMySQL cursor class or a subclass of one (as PyMySQL
     builds them: unbuffered from ``SSCursor``, dict rows from ``DictCursorMixin``); ``None``
     for anything else."""
-    if not isinstance(cls, type) or not issubclass(cls, pymysql.cursors.Cursor):
-        return None
-    return (
-        issubclass(cls, pymysql.cursors.SSCursor),
-        issubclass(cls, pymysql.cursors.DictCursorMixin),
+    return driver_kind(
+        cls, pymysql.cursors.Cursor, pymysql.cursors.SSCursor, pymysql.cursors.DictCursorMixin
     )
 
 

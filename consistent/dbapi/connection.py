@@ -49,6 +49,7 @@ from consistent.classify import Classification, classify
 from consistent.dbapi import _pymysql
 from consistent.dbapi._pymysql import TrackingConnection
 from consistent.dbapi.config import ConnectConfig, ServerSpec
+from consistent.dbapi.connbase import ConnectionBase
 from consistent.dbapi.core import (
     BEGIN,
     BEGIN_READ_ONLY,
@@ -61,7 +62,6 @@ from consistent.dbapi.core import (
     ROLLBACK,
     VALUE,
     Plan,
-    SessionCore,
     Step,
     check_resolves,
     weak_observer,
@@ -106,7 +106,7 @@ class _Autocommit:
         return repr(bool(self))
 
 
-class Connection(SessionCore):
+class Connection(ConnectionBase):
     """A PEP 249 connection that sends reads to replicas when the consistency level allows.
 
     Create it with :func:`consistent.dbapi.connect`.  Beyond PEP 249: ``token`` /
@@ -220,16 +220,7 @@ class Connection(SessionCore):
             raise _pymysql.translate_error(exc, prefix="cannot turn GTID tracking on: ") from exc
         self._lost = None
         self._refresh_direct()
-        interval = config.monitor_interval
-        if config.replicas and interval is not None:
-            process_monitors().attach(
-                self,
-                self._policy.knowledge,
-                self._flavor,
-                (config.primary.name, self._primary.options),
-                [(name, link.options) for name, link in self._replicas.items()],
-                interval=interval,
-            )
+        self._attach_monitor()
 
     def _reopen(self) -> None:
         """A fresh session on the same servers, as PyMySQL's reconnect gives: the session
@@ -282,11 +273,6 @@ class Connection(SessionCore):
         return ServerLink(spec.name, spec, options, replica=True, observer=self._observer)
 
     # ------------------------------------------------------------------ properties
-
-    @property
-    def open(self) -> bool:
-        """True until closed (or until the primary connection was lost)."""
-        return not self._closed and self._lost is None and self._primary.connected
 
     @property
     def autocommit(self) -> _Autocommit:
@@ -387,7 +373,7 @@ class Connection(SessionCore):
                 DeprecationWarning,
                 stacklevel=2,
             )
-            if self._closed or self._lost is not None or not self._primary.connected:
+            if self._needs_reopen:
                 self.connect()
                 return
         self._check_open()
@@ -407,34 +393,11 @@ class Connection(SessionCore):
 
     def escape(self, obj: Any, mapping: Any = None) -> str:
         """Escape a value as an SQL literal for this connection's character set."""
-        self._check_open()
-        raw = self._primary.raw
-        assert raw is not None
-        return str(raw.escape(obj, mapping))
+        return str(self._open_primary().escape(obj, mapping))
 
     def literal(self, obj: Any) -> str:
         """Alias of :meth:`escape`."""
         return self.escape(obj)
-
-    def insert_id(self) -> int:
-        """``LAST_INSERT_ID`` of the last statement on the primary."""
-        raw = self._primary.raw
-        return int(raw.insert_id()) if raw is not None else 0
-
-    def thread_id(self) -> int:
-        """The primary connection's server thread id."""
-        raw = self._primary.raw
-        return int(raw.thread_id()) if raw is not None else 0
-
-    def get_server_info(self) -> str:
-        """The primary's version string."""
-        raw = self._primary.raw
-        return str(raw.get_server_info()) if raw is not None else ""
-
-    @property
-    def server_version(self) -> str:
-        """The primary's version string."""
-        return self.get_server_info()
 
     def character_set_name(self) -> str:
         """The connection character set."""
@@ -451,14 +414,6 @@ class Connection(SessionCore):
         return names[0] if names is not None else str(self._config.options.get("charset") or "")
 
     @property
-    def encoding(self) -> str:
-        """The Python codec of the connection character set (PyMySQL's attribute)."""
-        raw = self._primary.raw
-        if raw is None:
-            raise errors.InterfaceError(0, NOT_CONNECTED)
-        return str(raw.encoding)
-
-    @property
     def encoders(self) -> dict[Any, Any]:
         """Python type -> function that renders a value as an SQL literal: the mapping
         ``escape()`` and parameter interpolation use, as PyMySQL's attribute (changes to it
@@ -472,29 +427,12 @@ class Connection(SessionCore):
         if raw is not None:
             raw.encoders = mapping
 
-    def get_host_info(self) -> str:
-        """How the primary connection is made (``"socket host:port"``), as PyMySQL."""
-        raw = self._primary.raw
-        return str(raw.get_host_info()) if raw is not None else "Not connected"
-
-    def get_proto_info(self) -> int:
-        """The primary's protocol version, as PyMySQL."""
-        raw = self._primary.raw
-        return int(raw.get_proto_info()) if raw is not None else 0
-
-    def affected_rows(self) -> int:
-        """Rows the last cursor statement affected (or returned), on the server that ran it,
-        as PyMySQL's method reports them."""
-        raw = self._link(self._query_target).raw
-        return int(raw.affected_rows()) if raw is not None else 0
-
     def set_character_set(self, charset: str, collation: str | None = None) -> None:
         """``SET NAMES charset [COLLATE collation]`` and PyMySQL's encoding with it, on the
         primary now and on every replica connection before its next statement (the setting
         is session state, replayed like a ``SET NAMES`` the application sends)."""
         self._check_open()
-        if not _pymysql.charset_known(charset):
-            raise errors.ProgrammingError(f"unknown character set {charset!r}")
+        self._check_charset(charset)
         sql = f"SET NAMES {charset}" + (f" COLLATE {collation}" if collation else "")
         names = (charset, collation or None)
 
@@ -515,10 +453,9 @@ class Connection(SessionCore):
 
     def kill(self, thread_id: int) -> None:
         """``KILL thread_id`` on the primary, where :meth:`thread_id` numbers connections."""
-        if not isinstance(thread_id, int):
-            raise TypeError("thread_id must be an integer")
+        sql = self._kill_statement(thread_id)
         self._check_open()
-        self._run_statement(f"KILL {thread_id:d}", lambda raw: raw.kill(thread_id))
+        self._run_statement(sql, lambda raw: raw.kill(thread_id))
 
     def show_warnings(self) -> tuple[tuple[Any, ...], ...]:
         """``SHOW WARNINGS`` where the last statement ran."""
@@ -544,9 +481,6 @@ class Connection(SessionCore):
                 return self._drive(self._route_plan(sql, stmt), run)  # type: ignore[no-any-return]
             finally:
                 self._span = NOOP_SPAN
-
-    def _mogrify(self, query: str, args: Any) -> str:
-        return str(self._escaper.mogrify(query, args))
 
     def _set_autocommit(self, value: bool) -> None:
         self._check_open()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from consistent import errors
 from consistent.classify import StatementKind, classify
 from consistent.dbapi import _pymysql
+from consistent.dbapi.cursorbase import CursorBase, class_for_driver, driver_classes
 from consistent.telemetry import NOOP_SPAN, NOOP_TRACER
 
 if TYPE_CHECKING:
@@ -32,13 +33,9 @@ __all__ = ["Cursor", "DictCursor", "SSCursor", "SSDictCursor", "cursor_class"]
 Row = tuple[Any, ...] | dict[str, Any]
 
 
-class Cursor:
+class Cursor(CursorBase):
     """A buffered cursor returning rows as tuples."""
 
-    #: Rows are streamed from the server instead of read at ``execute()``.
-    unbuffered: ClassVar[bool] = False
-    #: Rows are dicts keyed by column name.
-    as_dict: ClassVar[bool] = False
     #: The PyMySQL cursor class that reads results (``None``: PyMySQL's class of this name).
     pymysql_class: ClassVar[type[Any] | None] = None
 
@@ -60,32 +57,11 @@ class Cursor:
 
     # ------------------------------------------------------------------ PEP 249 attributes
 
-    @property
-    def description(self) -> tuple[tuple[Any, ...], ...] | None:
-        """Seven-item column descriptions of the last result, or ``None``."""
-        inner = self._inner
-        return inner.description if inner is not None else None
-
-    @property
-    def rowcount(self) -> int:
-        """Rows produced or affected by the last statement; -1 when not known."""
-        inner = self._inner
-        if inner is None:
-            return -1
-        count = inner.rowcount
-        return -1 if count is None else int(count)
-
-    @property
-    def lastrowid(self) -> int | None:
-        """``AUTO_INCREMENT`` value of the last ``INSERT``, as PyMySQL reports it."""
-        inner = self._inner
-        return inner.lastrowid if inner is not None else None
-
-    @property
-    def rownumber(self) -> int:
-        """Index of the next row in the result."""
-        inner = self._inner
-        return int(inner.rownumber) if inner is not None else 0
+    @staticmethod
+    def _inner_executed(inner: Any) -> str | bytes | bytearray | None:
+        """PyMySQL's text of the statement (bytes for a multi-row ``INSERT`` built by
+        ``executemany``)."""
+        return _pymysql.executed(inner)
 
     @property
     def warning_count(self) -> int:
@@ -93,16 +69,6 @@ class Cursor:
         unbuffered cursor knows it once every row was read)."""
         inner = self._inner
         return int(inner.warning_count) if inner is not None else 0
-
-    @property
-    def _executed(self) -> str | bytes | bytearray | None:
-        """The last statement as sent, parameters interpolated (PyMySQL's attribute, which
-        code written against it reads; bytes for a multi-row ``INSERT`` built by
-        ``executemany``), or ``None`` before the first one."""
-        inner = self._inner
-        if inner is not None:
-            return _pymysql.executed(inner)
-        return self._deferred
 
     # ------------------------------------------------------------------ execution
 
@@ -339,12 +305,9 @@ class SSDictCursor(SSCursor):
     as_dict = True
 
 
-_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = {
-    (False, False): Cursor,
-    (True, False): SSCursor,
-    (False, True): DictCursor,
-    (True, True): SSDictCursor,
-}
+_BY_KIND: Final[dict[tuple[bool, bool], type[Cursor]]] = driver_classes(
+    Cursor, SSCursor, DictCursor, SSDictCursor
+)
 
 
 def _direct_execute(connection: Connection, inner: Any, query: str | bytes, args: Any) -> int:
@@ -361,16 +324,12 @@ def cursor_class(cls: type[Any]) -> type[Cursor]:
     classes, ours of the same kind; for a subclass of one of them, a subclass of ours of that
     kind (named after it) that reads results through ``cls``, so that its ``dict_type`` or
     ``_conv_row`` shapes the rows."""
-    if isinstance(cls, type) and issubclass(cls, Cursor):
-        return cls
-    kind = _pymysql.cursor_kind(cls)
-    if kind is None:
-        raise errors.NotSupportedError(f"unsupported cursor class {cls!r}")
-    ours = _BY_KIND[kind]
-    if cls is _pymysql.CURSOR_CLASSES[kind]:
-        return ours
-    return type(
-        cls.__name__,
-        (ours,),
-        {"pymysql_class": cls, "__module__": __name__, "__doc__": ours.__doc__},
+    return class_for_driver(
+        cls,
+        Cursor,
+        _BY_KIND,
+        driver_classes=_pymysql.CURSOR_CLASSES,
+        cursor_kind=_pymysql.cursor_kind,
+        attribute="pymysql_class",
+        module=__name__,
     )

@@ -19,7 +19,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from tenacity import (
     Retrying,
@@ -35,7 +35,7 @@ from consistent.dbapi._pymysql import TrackingConnection
 from consistent.dbapi.config import ServerSpec
 from consistent.policy import Tracking
 
-__all__ = ["ServerLink"]
+__all__ = ["LinkBase", "ServerLink"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +45,17 @@ REPLICA_CONNECT_ATTEMPTS: Final = 2
 _PYMYSQL_CONNECT_TIMEOUT: Final = 10.0
 
 
-class ServerLink:
-    """The connection to one server (``name`` is ``"primary"`` or the replica's name)."""
+class _DriverConnection(Protocol):
+    @property
+    def open(self) -> Any: ...
+
+
+ConnT = TypeVar("ConnT", bound=_DriverConnection)
+
+
+class LinkBase(Generic[ConnT]):
+    """What a server link remembers, blocking or asyncio alike: which server, its options,
+    the open connection and the session state replayed on it."""
 
     def __init__(
         self,
@@ -62,7 +71,7 @@ class ServerLink:
         self.replica = replica
         self._options = options
         self._observer = observer
-        self._conn: TrackingConnection | None = None
+        self._conn: ConnT | None = None
         #: Session-state replay number this connection has reached.
         self.applied_seq = 0
         #: Tracker mode currently set on the connection (``None``: not set).
@@ -79,8 +88,8 @@ class ServerLink:
         return self._conn is not None and bool(self._conn.open)
 
     @property
-    def raw(self) -> TrackingConnection | None:
-        """The open PyMySQL connection, if any."""
+    def raw(self) -> ConnT | None:
+        """The open driver connection, if any."""
         return self._conn
 
     @property
@@ -94,6 +103,45 @@ class ServerLink:
         """Seconds opening the connection may take (PyMySQL's default when not set)."""
         value = self._options.get("connect_timeout")
         return float(value) if value is not None else _PYMYSQL_CONNECT_TIMEOUT
+
+    def _replica_retry(self) -> dict[str, Any]:
+        """tenacity's keywords for opening a replica: a few quick attempts, within
+        ``connect_timeout``, only after a disconnect."""
+        return {
+            "stop": stop_after_attempt(REPLICA_CONNECT_ATTEMPTS)
+            | stop_after_delay(self.connect_timeout),
+            "wait": wait_exponential(multiplier=0.05, max=0.5),
+            "retry": retry_if_exception(_pymysql.is_disconnect),
+            "reraise": True,
+        }
+
+    def _opened(self, conn: ConnT) -> None:
+        """Take ``conn`` as the link's new connection (nothing replayed on it yet)."""
+        self._conn = conn
+        self.applied_seq = 0
+        self.tracking = None
+
+    def _close_now(self, conn: ConnT) -> None:
+        """Close ``conn``'s socket without ceremony, as its driver does."""
+        raise NotImplementedError
+
+    def drop(self) -> None:
+        """Forget the connection (closing its socket without ceremony)."""
+        conn = self._forget()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                self._close_now(conn)
+
+    def _forget(self) -> ConnT | None:
+        """Let go of the connection, which is returned for the caller to close."""
+        conn, self._conn = self._conn, None
+        self.applied_seq = 0
+        self.tracking = None
+        return conn
+
+
+class ServerLink(LinkBase[TrackingConnection]):
+    """The connection to one server (``name`` is ``"primary"`` or the replica's name)."""
 
     def _open_once(self) -> TrackingConnection:
         options = dict(self._options)
@@ -109,19 +157,10 @@ class ServerLink:
             return conn
         self.drop()
         if self.replica:
-            retrying = Retrying(
-                stop=stop_after_attempt(REPLICA_CONNECT_ATTEMPTS)
-                | stop_after_delay(self.connect_timeout),
-                wait=wait_exponential(multiplier=0.05, max=0.5),
-                retry=retry_if_exception(_pymysql.is_disconnect),
-                reraise=True,
-            )
-            conn = retrying(self._open_once)
+            conn = Retrying(**self._replica_retry())(self._open_once)
         else:
             conn = self._open_once()
-        self._conn = conn
-        self.applied_seq = 0
-        self.tracking = None
+        self._opened(conn)
         if self.replica and flavor is not None and flavor.replica_tracking is not None:
             conn.query(flavor.replica_tracking)
         return conn
@@ -138,14 +177,8 @@ class ServerLink:
             conn.query(statement)
         self.tracking = tracking
 
-    def drop(self) -> None:
-        """Forget the connection (closing its socket without ceremony)."""
-        conn, self._conn = self._conn, None
-        self.applied_seq = 0
-        self.tracking = None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                _pymysql.force_close(conn)
+    def _close_now(self, conn: TrackingConnection) -> None:
+        _pymysql.force_close(conn)
 
     def close(self) -> None:
         """Close the connection politely (``COM_QUIT``)."""

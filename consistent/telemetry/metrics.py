@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from consistent import __version__
+from consistent.telemetry.buckets import FINE_DURATION_BOUNDS
 from consistent.trace import (
     LAG_APPLY_LAG_US,
     LAG_CHANNEL,
@@ -47,24 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["DURATION_BUCKETS", "FALLBACK_REASONS", "RoutingMetrics", "StatementFacts"]
 
 #: Histogram bucket bounds in seconds: 100 µs to 10 s (the SDK's defaults suit milliseconds).
-DURATION_BUCKETS: Final = (
-    0.0001,
-    0.00025,
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-)
+DURATION_BUCKETS: Final = FINE_DURATION_BOUNDS
 #: Route reasons that count as a fallback: the read wanted a replica and ran on the primary.
 FALLBACK_REASONS: Final = frozenset({"timeout_fallback", "no_healthy_replica"})
 _US_PER_S: Final = 1_000_000
