@@ -67,6 +67,7 @@ from typing import Any, Final
 
 from consistent.classify import read_only_function_names
 from consistent.errors import InterfaceError
+from consistent.hostport import DEFAULT_PORT, join_host_port, split_host_port
 from consistent.policy import Level, OnTimeout
 from consistent.policy.deadlines import (
     DEFAULT_READ_TIMEOUT,
@@ -89,7 +90,6 @@ __all__ = [
     "parse",
 ]
 
-DEFAULT_PORT: Final = 3306
 AUTH_PLUGINS: Final = frozenset({MYSQL_NATIVE_PASSWORD, CACHING_SHA2_PASSWORD})
 _FLAVORS: Final = frozenset({"mysql", "mariadb"})
 
@@ -107,8 +107,7 @@ class Address:
 
     @property
     def name(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return join_host_port(self.host, self.port)
 
     @property
     def is_loopback(self) -> bool:
@@ -122,40 +121,18 @@ class Address:
 
     @classmethod
     def parse(cls, text: object, default_port: int = DEFAULT_PORT) -> Address:
-        """``host``, ``host:port`` or ``[v6]:port``."""
+        """``host``, ``host:port`` or ``[v6]:port`` (:func:`consistent.hostport.split_host_port`);
+        port 0 lets the system choose a listening port."""
         if not isinstance(text, str) or not text.strip():
             raise ConfigError(f"not an address: {text!r}")
-        value = text.strip()
-        host, port = value, default_port
-        if value.startswith("["):
-            close = value.find("]")
-            if close < 0:
-                raise ConfigError(f"not an address: {text!r}")
-            host = value[1:close]
-            rest = value[close + 1 :]
-            if rest:
-                if not rest.startswith(":"):
-                    raise ConfigError(f"not an address: {text!r}")
-                port = _port(rest[1:], text)
-        elif value.count(":") == 1:
-            host, _, port_text = value.partition(":")
-            port = _port(port_text, text)
-        if not host:
-            raise ConfigError(f"an address needs a host: {text!r}")
+        try:
+            host, port = split_host_port(text, default_port, lowest_port=0)
+        except InterfaceError as e:
+            raise ConfigError(e.msg) from None
         return cls(host, port)
 
     def __str__(self) -> str:
         return self.name
-
-
-def _port(value: object, context: object) -> int:
-    try:
-        port = int(str(value))
-    except ValueError:
-        raise ConfigError(f"not a port number in {context!r}") from None
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"port out of range in {context!r}")
-    return port
 
 
 @dataclass(frozen=True, slots=True)

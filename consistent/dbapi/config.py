@@ -38,6 +38,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from consistent.classify import read_only_function_names
 from consistent.dbapi._pymysql import PYMYSQL_OPTIONS
 from consistent.errors import InterfaceError, ProgrammingError
+from consistent.hostport import DEFAULT_PORT, split_host_port
 from consistent.policy import Level, OnTimeout, PolicyConfig
 from consistent.policy.deadlines import (
     DEFAULT_MONITOR_INTERVAL,
@@ -59,7 +60,6 @@ __all__ = [
     "parse_url",
 ]
 
-DEFAULT_PORT: Final = 3306
 _SCHEMES: Final = frozenset({"mysql", "mariadb", "consistent", "mysql+consistent"})
 _FLAVORS: Final[dict[str, FlavorName]] = {"mysql": "mysql", "mariadb": "mariadb"}
 
@@ -154,17 +154,7 @@ class ServerSpec:
             return cls(host, port, options)
         if not isinstance(value, str) or not value.strip():
             raise InterfaceError(f"a server is 'host[:port]' or a dict, not {value!r}")
-        text = value.strip()
-        if text.startswith("["):
-            host, _, rest = text[1:].partition("]")
-            port = _port(rest[1:], value) if rest.startswith(":") else DEFAULT_PORT
-            if rest and not rest.startswith(":"):
-                raise InterfaceError(f"bad server address {value!r}")
-            return cls(host, port)
-        if text.count(":") == 1:
-            host, _, port_text = text.partition(":")
-            return cls(host, _port(port_text, value))
-        return cls(text)
+        return cls(*split_host_port(value))
 
 
 def _check_host(host: str) -> None:

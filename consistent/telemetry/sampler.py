@@ -26,6 +26,7 @@ from typing import Any, Final, Literal, Protocol
 
 from consistent.errors import InterfaceError
 from consistent.flavors import flavor_by_name
+from consistent.hostport import DEFAULT_PORT, join_host_port, split_host_port
 from consistent.telemetry.lag import (
     MYSQL_TABLES,
     Row,
@@ -55,7 +56,6 @@ logger = logging.getLogger(__name__)
 
 Flavor = Literal["mysql", "mariadb"]
 
-_DEFAULT_PORT: Final = 3306
 _MARIADB_STATUS: Final = ("SHOW ALL SLAVES STATUS", "SHOW SLAVE STATUS")
 _MARIADB_SLAVE_POS: Final = "SELECT @@GLOBAL.gtid_slave_pos"
 _MARIADB_BINLOG_POS: Final = "SELECT @@GLOBAL.gtid_binlog_pos"
@@ -74,30 +74,17 @@ class Endpoint:
     """A server to sample: its name in the traces (``host:port``) and where it listens."""
 
     host: str
-    port: int = _DEFAULT_PORT
+    port: int = DEFAULT_PORT
 
     @property
     def name(self) -> str:
         """``host:port`` (``[v6]:port``), the name statements use as their route target."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return join_host_port(self.host, self.port)
 
     @classmethod
     def parse(cls, text: str) -> Endpoint:
         """``host``, ``host:port`` or ``[v6]:port``."""
-        text = text.strip()
-        if not text:
-            raise InterfaceError("an endpoint needs a host")
-        if text.startswith("["):
-            host, _, rest = text[1:].partition("]")
-            port = rest.removeprefix(":")
-        elif text.count(":") == 1:
-            host, _, port = text.partition(":")
-        else:
-            host, port = text, ""
-        if port and not port.isdigit():
-            raise InterfaceError(f"bad port in {text!r}")
-        return cls(host, int(port) if port else _DEFAULT_PORT)
+        return cls(*split_host_port(text))
 
 
 def _rows(connection: SamplerConnection, sql: str) -> list[Row]:

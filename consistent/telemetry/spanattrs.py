@@ -83,7 +83,6 @@ PRIMARY_TARGET: Final = "primary"
 Part = tuple[Mapping[str, AttributeValue], str]
 
 _MAX_ROUTES: Final = 4096
-_DEFAULT_PORT: Final = 3306
 _FIRST_WORD: Final = re.compile(r"(?:\s|/\*.*?\*/|(?:--[ \t]|#)[^\n]*\n)*([A-Za-z]+)", re.DOTALL)
 _IDENTIFIER: Final = r"(?:`[^`]+`|[A-Za-z_$][\w$]*)"
 # The table right after the keyword that names it in the four statements that have one; the
@@ -132,14 +131,6 @@ def part(attributes: dict[str, AttributeValue]) -> Part:
 
 #: The wait part of a statement that did not wait.
 NO_WAIT: Final = part({WAIT_COUNT: 0, WAIT_DURATION_MS: 0.0, WAIT_OUTCOME: "none"})
-
-
-def split_address(name: str) -> tuple[str, int]:
-    """``host:port`` / ``[v6]:port`` / ``host`` to ``(host, port)``."""
-    host, sep, port = name.rpartition(":")
-    if sep and port.isdigit() and (host.startswith("[") or ":" not in host):
-        return host.strip("[]"), int(port)
-    return name.strip("[]"), _DEFAULT_PORT
 
 
 def session_part(system: str, session_id: str) -> Part:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 
+from consistent.hostport import host_port_or_default
 from consistent.telemetry import otlpjson
 from consistent.telemetry.metrics import StatementFacts
 from consistent.telemetry.produced import (
@@ -59,7 +60,6 @@ from consistent.telemetry.spanattrs import (
     route_from_decision,
     route_without_decision,
     session_part,
-    split_address,
     target_part,
     wait_outcome_name,
     wait_part,
@@ -355,7 +355,7 @@ class RecordingTracer(StatementTracer):
         """``(server.address, server.port)`` of a target."""
         found = self._addresses.get(target)
         if found is None:
-            found = split_address(target)
+            found = host_port_or_default(target)
             self._addresses[target] = found
         return found
 

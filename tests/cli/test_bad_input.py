@@ -114,7 +114,7 @@ def test_emulate_on_a_port_in_use(busy_port: int) -> None:
     ("argv", "fragments"),
     [
         (["--replica", "nonsense:abc"], ["--replica", "bad port in 'nonsense:abc'"]),
-        (["--replica", "db:70000"], ["--replica", "not a host:port address"]),
+        (["--replica", "db:70000"], ["--replica", "port out of range in 'db:70000'"]),
         (["--replica", "h:1", "--primary", "[::1"], ["--primary"]),
         (["--replica", "h:1", "--interval-ms", "0"], ["--interval-ms must be at least 1"]),
         (["--replica", "h:1", "--flavor", "oracle"], ["--flavor", "invalid choice"]),
