@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import pymysql.err
 
+from consistent.errnos import CONSISTENCY_TIMEOUT, ER
+
 __all__ = [
     "ER_MALFORMED_GTID_SET_SPECIFICATION",
     "ER_MALFORMED_GTID_SPECIFICATION",
@@ -38,10 +40,8 @@ __all__ = [
     "Warning",
 ]
 
-ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
-ER_MALFORMED_GTID_SPECIFICATION = 1774
-# Not a MySQL errno and none of SQLAlchemy's disconnect codes: a timeout is not a lost connection.
-ER_CONSISTENCY_TIMEOUT = 4900
+ER_MALFORMED_GTID_SET_SPECIFICATION = int(ER.MALFORMED_GTID_SET_SPECIFICATION)
+ER_MALFORMED_GTID_SPECIFICATION = int(ER.MALFORMED_GTID_SPECIFICATION)
 
 _GENERAL_SQLSTATE = "HY000"
 
@@ -142,7 +142,7 @@ class ConsistencyTimeout(OperationalError):
     says to raise rather than fall back.  Deliberately not a disconnect errno."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(ER_CONSISTENCY_TIMEOUT, message, sqlstate=_GENERAL_SQLSTATE)
+        super().__init__(CONSISTENCY_TIMEOUT, message, sqlstate=_GENERAL_SQLSTATE)
 
 
 class ProtocolError(InterfaceError):

@@ -23,6 +23,7 @@ import logging
 from typing import Final
 
 from consistent.classify import MAX_CLASSIFIED_LENGTH
+from consistent.errnos import ER
 from consistent.protocol import (
     ErrPacket,
     build_err,
@@ -31,8 +32,6 @@ from consistent.protocol.constants import MAX_PACKET_PAYLOAD, Command
 from proxy.backends import BackendConnection
 from proxy.relay import ResponseRelay
 from proxy.sessionbase import (
-    ER_NET_PACKET_TOO_LARGE,
-    ER_NET_PACKETS_OUT_OF_ORDER,
     SessionBase,
 )
 from proxy.stream import frame, header, renumber
@@ -192,12 +191,12 @@ class ClientInput(SessionBase):
             length = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
             if data[pos + 3] != self._stream_seq:
                 self._stream_violation(
-                    ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order", conn
+                    ER.NET_PACKETS_OUT_OF_ORDER, "Got packets out of order", conn
                 )
                 return n
             self._stream_size += length
             if self._stream_size > self._config.max_allowed_packet:
-                self._stream_violation(ER_NET_PACKET_TOO_LARGE, _TOO_LARGE, conn)
+                self._stream_violation(ER.NET_PACKET_TOO_LARGE, _TOO_LARGE, conn)
                 return n
             if conn is not None:
                 limit = conn.max_allowed_packet
@@ -247,7 +246,7 @@ class ClientInput(SessionBase):
             if conn.on_write_paused is not None:
                 conn.on_write_paused = None
             conn.abort()  # the session hears of it as of any lost connection
-        self._reply_err(ER_NET_PACKET_TOO_LARGE, "08S01", _TOO_LARGE, self._reply_seq)
+        self._reply_err(ER.NET_PACKET_TOO_LARGE, "08S01", _TOO_LARGE, self._reply_seq)
 
     def _stream_lost(self) -> None:
         """The backend of a streamed command went away (a server refusing a packet larger
@@ -318,12 +317,12 @@ class ClientInput(SessionBase):
             length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
             if buf[pos + 3] != seq:
                 self._protocol_error(
-                    ER_NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", seq + 1
+                    ER.NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", seq + 1
                 )
                 return None
             size = sum(len(p) for p in parts) + length
             if size > limit:
-                self._protocol_error(ER_NET_PACKET_TOO_LARGE, "08S01", _TOO_LARGE, seq + 1)
+                self._protocol_error(ER.NET_PACKET_TOO_LARGE, "08S01", _TOO_LARGE, seq + 1)
                 return None
             if end - pos - 4 < length:
                 return None

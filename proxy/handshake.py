@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from consistent.errnos import ER
 from consistent.errors import OperationalError, RemoteProtocolError
 from consistent.protocol import (
     CACHING_SHA2_PASSWORD,
@@ -95,9 +96,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ER_ACCESS_DENIED: Final = 1045
-ER_HANDSHAKE_ERROR: Final = 1043
-ER_SECURE_TRANSPORT_REQUIRED: Final = 3159
 _NONCE_LENGTH: Final = 20
 # Printable ASCII without NUL, as mysqld's scramble: clients may treat part 2 as a C string.
 _NONCE_ALPHABET: Final = bytes(range(0x21, 0x7F))
@@ -208,7 +206,7 @@ class ClientLogin:
 def _access_denied(user: str, host: str, used_password: bool) -> AccessDenied:
     using = "YES" if used_password else "NO"
     return AccessDenied(
-        ER_ACCESS_DENIED,
+        ER.ACCESS_DENIED_ERROR,
         f"Access denied for user '{user}'@'{host}' (using password: {using})",
         sqlstate="28000",
     )
@@ -349,12 +347,12 @@ class Authenticator:
         try:
             response = parse_handshake_response41(payload, caps)
         except RemoteProtocolError:
-            _send_err(ep, ErrPacket(ER_HANDSHAKE_ERROR, "08S01", "Bad handshake"), seq + 1, caps)
+            _send_err(ep, ErrPacket(ER.HANDSHAKE_ERROR, "08S01", "Bad handshake"), seq + 1, caps)
             raise
         effective = int(response.capabilities) & caps
         if require_tls and not tls:
             err = ErrPacket(
-                ER_SECURE_TRANSPORT_REQUIRED,
+                ER.SECURE_TRANSPORT_REQUIRED,
                 "HY000",
                 "Connections using insecure transport are prohibited: use TLS",
             )
@@ -463,7 +461,7 @@ class Authenticator:
 
 
 def _err_of(error: OperationalError) -> ErrPacket:
-    errno = error.errno or ER_ACCESS_DENIED
+    errno = error.errno or ER.ACCESS_DENIED_ERROR
     return ErrPacket(errno, error.sqlstate, error.msg)
 
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
+from consistent.errnos import ER
 from consistent.errors import RemoteProtocolError
 from consistent.protocol import (
     Capability,
@@ -62,7 +63,6 @@ from consistent.protocol import (
 from consistent.protocol.constants import MAX_PACKET_PAYLOAD
 
 __all__ = [
-    "ER_NOT_ALLOWED_COMMAND",
     "QueryResult",
     "ResponseKind",
     "ResponseRelay",
@@ -85,9 +85,6 @@ _STATE_CHANGED: Final = int(ServerStatus.SESSION_STATE_CHANGED)
 _MORE_RESULTS: Final = int(ServerStatus.MORE_RESULTS_EXISTS)
 _CURSOR_EXISTS: Final = int(ServerStatus.CURSOR_EXISTS)
 _AUTOCOMMIT: Final = int(ServerStatus.AUTOCOMMIT)
-
-#: mysqld's ER_NOT_ALLOWED_COMMAND, sent for a LOCAL INFILE request the proxy refuses.
-ER_NOT_ALLOWED_COMMAND: Final = 1148
 
 
 class ResponseKind(IntEnum):
@@ -867,7 +864,7 @@ class ResponseRelay:
         self._state = _S.DONE
         err = build_err(
             ErrPacket(
-                ER_NOT_ALLOWED_COMMAND,
+                ER.NOT_ALLOWED_COMMAND,
                 "42000",
                 "LOAD DATA LOCAL INFILE is disabled by the proxy configuration",
             ),

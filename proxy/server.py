@@ -31,9 +31,10 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from consistent.classify import FunctionRules
+from consistent.errnos import ER
 from consistent.flavors import Flavor, ServerRole, detect_flavor, flavor_by_name
 from consistent.policy import PRIMARY, AcknowledgedWrites, ReplicaKnowledge, format_token
-from consistent.protocol import Capability, ErrorCode, ErrPacket, build_err
+from consistent.protocol import Capability, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
 from consistent.telemetry.appspans import provider_telemetry
 from proxy.admin import AdminServer
@@ -57,7 +58,6 @@ __all__ = ["ProxyServer"]
 
 logger = logging.getLogger(__name__)
 
-ER_SERVER_SHUTDOWN: Final = 1053
 _DEFAULT_VERSIONS: Final = {
     "mysql": "8.0.36-consistent",
     "mariadb": "5.5.5-10.11.0-MariaDB-consistent",
@@ -438,13 +438,13 @@ class ProxyServer:
         """Why a new connection may not start its login (``None``: it may, and it counts as
         a login in progress from now on).  See :mod:`proxy.admission`."""
         if self._closing:
-            return ErrPacket(ER_SERVER_SHUTDOWN, "08S01", "Server shutdown in progress")
+            return ErrPacket(ER.SERVER_SHUTDOWN, "08S01", "Server shutdown in progress")
         if len(self._sessions) + self._gate.pending >= self._config.max_connections:
-            return ErrPacket(ErrorCode.CON_COUNT_ERROR, "08004", "Too many connections")
+            return ErrPacket(ER.CON_COUNT_ERROR, "08004", "Too many connections")
         admission = self._gate.admit(host, ep)
         if not admission.admitted:
             logger.debug("connection from %s refused: %s", host, admission.reason)
-            return ErrPacket(ErrorCode.CON_COUNT_ERROR, "08004", "Too many connections")
+            return ErrPacket(ER.CON_COUNT_ERROR, "08004", "Too many connections")
         evicted = admission.evicted
         if evicted is not None:
             logger.debug("too many logins in progress: closing an older one to admit %s", host)

@@ -47,6 +47,7 @@ from consistent.classify import (
     classify,
     classify_head,
 )
+from consistent.errnos import CR, ER
 from consistent.errors import (
     ER_MALFORMED_GTID_SET_SPECIFICATION,
     Error,
@@ -69,7 +70,6 @@ from consistent.protocol import (
 from consistent.protocol.constants import (
     MAX_PACKET_PAYLOAD,
     Command,
-    ErrorCode,
     MariaDbCapability,
 )
 from proxy.backends import BackendConnection
@@ -83,15 +83,6 @@ from proxy.intercept import (
 )
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay, discard, parse_response
 from proxy.sessionbase import (
-    CR_SERVER_LOST,
-    ER_MALFORMED_PACKET,
-    ER_NET_PACKET_TOO_LARGE,
-    ER_PARSE_ERROR,
-    ER_STMT_HAS_NO_OPEN_CURSOR,
-    ER_UNKNOWN_COM_ERROR,
-    ER_UNKNOWN_ERROR,
-    ER_UNKNOWN_STMT_HANDLER,
-    ER_WRONG_VALUE_FOR_VAR,
     SessionHost,
 )
 from proxy.slowpath import SlowPath
@@ -138,7 +129,7 @@ class Session(SlowPath):
 
     def _command(self, raw: bytes, payload: bytes, reply_seq: int) -> None:
         if self._broken is not None:
-            self._reply_err(CR_SERVER_LOST, "HY000", self._broken, reply_seq)
+            self._reply_err(CR.SERVER_LOST, "HY000", self._broken, reply_seq)
             self.close(self._broken)
             return
         self._raw = raw
@@ -151,7 +142,7 @@ class Session(SlowPath):
         try:
             if handler is None:
                 self._reply_err(
-                    ER_UNKNOWN_COM_ERROR,
+                    ER.UNKNOWN_COM_ERROR,
                     "08S01",
                     "Unknown command" if not payload else "Command not supported by the proxy",
                     reply_seq,
@@ -159,10 +150,10 @@ class Session(SlowPath):
                 return
             handler(self, payload)
         except RemoteProtocolError as e:
-            self._protocol_error(ER_MALFORMED_PACKET, "HY000", f"Malformed packet: {e}", reply_seq)
+            self._protocol_error(ER.MALFORMED_PACKET, "HY000", f"Malformed packet: {e}", reply_seq)
         except Exception:
             logger.exception("session %d: command 0x%02x failed", self.id, payload[0])
-            self._fail_command(ER_UNKNOWN_ERROR, "HY000", "internal proxy error")
+            self._fail_command(ER.UNKNOWN_ERROR, "HY000", "internal proxy error")
 
     def _cmd_query(self, payload: bytes) -> None:
         sql = payload[1:]
@@ -183,7 +174,7 @@ class Session(SlowPath):
             # Its end is not here yet, so what it names cannot be read: no KILL reaches a
             # server as written.
             self._reply_err(
-                ER_PARSE_ERROR,
+                ER.PARSE_ERROR,
                 "42000",
                 f"You have an error in your SQL syntax: a KILL statement of "
                 f"{self._stream_size - 1} bytes",
@@ -238,7 +229,7 @@ class Session(SlowPath):
         else:
             server = "MariaDB" if self._mariadb else "MySQL"
             self._reply_err(
-                ErrorCode.NOT_SUPPORTED_YET,
+                ER.NOT_SUPPORTED_YET,
                 "42000",
                 f"This version of {server} doesn't yet support '{found.what}'",
                 self._reply_seq,
@@ -281,7 +272,7 @@ class Session(SlowPath):
         stmt = classify(sql, self._functions)
         if kill_in_prepare(stmt):
             self._reply_err(
-                ErrorCode.UNSUPPORTED_PS,
+                ER.UNSUPPORTED_PS,
                 "HY000",
                 "This command is not supported in the prepared statement protocol yet",
                 self._reply_seq,
@@ -311,7 +302,7 @@ class Session(SlowPath):
         ps = self._statements.get(client_id)
         if ps is None:
             self._reply_err(
-                ER_UNKNOWN_STMT_HANDLER,
+                ER.UNKNOWN_STMT_HANDLER,
                 "HY000",
                 f"Unknown prepared statement handler ({client_id}) given to {command}",
                 self._reply_seq,
@@ -336,7 +327,7 @@ class Session(SlowPath):
         if ps.long_data_overflow:
             ps.reset_long_data()
             self._reply_err(
-                ER_NET_PACKET_TOO_LARGE,
+                ER.NET_PACKET_TOO_LARGE,
                 "08S01",
                 "Parameter data sent with COM_STMT_SEND_LONG_DATA exceeds max_allowed_packet",
                 self._reply_seq,
@@ -350,7 +341,7 @@ class Session(SlowPath):
         """MariaDB's COM_STMT_BULK_EXECUTE: many rows of parameters in one command, for a
         client that negotiated bulk operations; a write, so it goes to the primary."""
         if not self.mariadb_caps & _BULK_OPERATIONS:
-            self._reply_err(ER_UNKNOWN_COM_ERROR, "08S01", "Unknown command", self._reply_seq)
+            self._reply_err(ER.UNKNOWN_COM_ERROR, "08S01", "Unknown command", self._reply_seq)
             return
         if len(payload) < 7:
             raise RemoteProtocolError("COM_STMT_BULK_EXECUTE is too short")
@@ -358,7 +349,7 @@ class Session(SlowPath):
         ps = self._statements.resolve(client_id)
         if ps is None:
             self._reply_err(
-                ER_UNKNOWN_STMT_HANDLER,
+                ER.UNKNOWN_STMT_HANDLER,
                 "HY000",
                 f"Unknown prepared statement handler ({client_id}) given to "
                 "mysqld_stmt_bulk_execute",
@@ -413,7 +404,7 @@ class Session(SlowPath):
         conn = ps.last_conn
         if conn is None or conn.closed or ps.client_id not in conn.statements:
             self._reply_err(
-                ER_STMT_HAS_NO_OPEN_CURSOR,
+                ER.STMT_HAS_NO_OPEN_CURSOR,
                 "HY000",
                 f"The statement ({ps.client_id}) has no open cursor.",
                 self._reply_seq,
@@ -793,7 +784,7 @@ class Session(SlowPath):
                 f"Lost connection to the primary {where} during the query ({exc or 'closed'}); "
                 "it is not retried: reconnect"
             )
-            self._reply_err(CR_SERVER_LOST, "HY000", message, seq)
+            self._reply_err(CR.SERVER_LOST, "HY000", message, seq)
             self.close(message)
             return
         retry = self.policy.on_error(d, connection_lost=True) if d is not None else None
@@ -804,7 +795,7 @@ class Session(SlowPath):
             self._execute(retry)
             return
         self._reply_err(
-            CR_SERVER_LOST,
+            CR.SERVER_LOST,
             "HY000",
             f"Lost connection to the replica {where} during the query ({exc or 'closed'})",
             seq,
@@ -859,7 +850,7 @@ class Session(SlowPath):
 
     def _wrong_level(self, value: str) -> None:
         self._reply_err(
-            ER_WRONG_VALUE_FOR_VAR,
+            ER.WRONG_VALUE_FOR_VAR,
             "42000",
             f"Variable 'consistent_level' can't be set to the value of '{value[:200]}'",
             self._reply_seq,

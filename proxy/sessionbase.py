@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, Protocol
 
 from consistent.classify import FunctionRules
+from consistent.errnos import CR, ER
 from consistent.errors import Error, OperationalError, RemoteProtocolError
 from consistent.flavors import Flavor
 from consistent.policy import (
@@ -37,7 +38,7 @@ from consistent.protocol import (
     build_ok,
     parse_err,
 )
-from consistent.protocol.constants import Capability, ClientErrno
+from consistent.protocol.constants import Capability
 from consistent.telemetry import NOOP_SPAN, StatementSpan, Telemetry
 from proxy.backends import BackendConnection, BackendServer, BackendUnavailable
 from proxy.config import ProxyConfig
@@ -53,19 +54,6 @@ from proxy.threads import ProcessRow
 __all__ = ["Broken", "ReplayFailed", "SessionBase", "SessionHost"]
 
 logger = logging.getLogger(__name__)
-
-# Client-side error numbers (libmysqlclient's CR_*) and server errors the proxy sends.
-CR_CONN_HOST_ERROR: Final = int(ClientErrno.CR_CONN_HOST_ERROR)
-CR_SERVER_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
-ER_UNKNOWN_COM_ERROR: Final = 1047
-ER_UNKNOWN_ERROR: Final = 1105
-ER_NET_PACKETS_OUT_OF_ORDER: Final = 1156
-ER_NET_PACKET_TOO_LARGE: Final = 1153
-ER_UNKNOWN_STMT_HANDLER: Final = 1243
-ER_WRONG_VALUE_FOR_VAR: Final = 1231
-ER_STMT_HAS_NO_OPEN_CURSOR: Final = 1421
-ER_MALFORMED_PACKET: Final = 1835
-ER_PARSE_ERROR: Final = 1064
 
 _TRACKING_OWN: Final = Tracking.OWN
 _QUERY: Final = ResponseKind.QUERY
@@ -384,7 +372,7 @@ class SessionBase:
             fn(*args)
         except Exception:
             logger.exception("session %d: response handling failed", self.id)
-            self._fail_command(ER_UNKNOWN_ERROR, "HY000", "internal proxy error")
+            self._fail_command(ER.UNKNOWN_ERROR, "HY000", "internal proxy error")
 
     # ----------------------------------------------------------------- commands without policy
 
@@ -429,10 +417,10 @@ class SessionBase:
 
     def _reply_error(self, error: Error | None) -> None:
         if error is None:
-            self._reply_err(ER_UNKNOWN_ERROR, "HY000", "unknown error", self._reply_seq)
+            self._reply_err(ER.UNKNOWN_ERROR, "HY000", "unknown error", self._reply_seq)
             return
         self._reply_err(
-            error.errno or ER_UNKNOWN_ERROR, error.sqlstate or "HY000", error.msg, self._reply_seq
+            error.errno or ER.UNKNOWN_ERROR, error.sqlstate or "HY000", error.msg, self._reply_seq
         )
 
     def _fail_command(self, errno: int, sqlstate: str, message: str) -> None:
@@ -457,11 +445,11 @@ class SessionBase:
             self._reply_err(login.errno, login.sqlstate or "HY000", login.msg, self._reply_seq)
             return
         self._reply_err(
-            CR_CONN_HOST_ERROR, "HY000", f"Can't connect to {e.server}: {e.reason}", self._reply_seq
+            CR.CONN_HOST_ERROR, "HY000", f"Can't connect to {e.server}: {e.reason}", self._reply_seq
         )
 
     def _broken_now(self, message: str) -> None:
-        self._reply_err(CR_SERVER_LOST, "HY000", message, self._reply_seq)
+        self._reply_err(CR.SERVER_LOST, "HY000", message, self._reply_seq)
         self.close(message)
 
     # ----------------------------------------------------------------- defined by Session

@@ -15,6 +15,7 @@ import logging
 import time
 from typing import Final
 
+from consistent.errnos import CR, ER
 from consistent.errors import RemoteProtocolError
 from consistent.flavors import ServerRole, TrackingMode
 from consistent.policy import (
@@ -30,7 +31,7 @@ from consistent.policy.deadlines import wait_deadline
 from consistent.protocol import (
     parse_change_user,
 )
-from consistent.protocol.constants import Capability, ErrorCode
+from consistent.protocol.constants import Capability
 from proxy.backends import BackendConnection, BackendUnavailable, Credentials
 from proxy.clientio import ClientInput
 from proxy.handshake import (
@@ -40,8 +41,6 @@ from proxy.handshake import (
 )
 from proxy.relay import ResponseKind
 from proxy.sessionbase import (
-    CR_SERVER_LOST,
-    ER_UNKNOWN_ERROR,
     Broken,
     ReplayFailed,
 )
@@ -191,11 +190,11 @@ class SlowPath(ClientInput):
             self._unavailable(down)
         except (ConnectionClosed, TimeoutError) as lost:
             self._reply_err(
-                CR_SERVER_LOST, "HY000", f"Lost connection to a backend: {lost}", self._reply_seq
+                CR.SERVER_LOST, "HY000", f"Lost connection to a backend: {lost}", self._reply_seq
             )
         except Exception:
             logger.exception("session %d: command failed", self.id)
-            self._fail_command(ER_UNKNOWN_ERROR, "HY000", "internal proxy error")
+            self._fail_command(ER.UNKNOWN_ERROR, "HY000", "internal proxy error")
 
     async def _slow_steps(self, d: Decision) -> None:
         policy = self.policy
@@ -402,7 +401,7 @@ class SlowPath(ClientInput):
             )
             if target is None:
                 self._reply_err(
-                    ErrorCode.NO_SUCH_THREAD,
+                    ER.NO_SUCH_THREAD,
                     "HY000",
                     f"Unknown thread id: {thread_id}",
                     self._reply_seq,
@@ -410,7 +409,7 @@ class SlowPath(ClientInput):
                 return
             if target.user != self.user:
                 self._reply_err(
-                    ErrorCode.KILL_DENIED_ERROR,
+                    ER.KILL_DENIED_ERROR,
                     "HY000",
                     f"You are not owner of thread {thread_id}",
                     self._reply_seq,
@@ -428,15 +427,13 @@ class SlowPath(ClientInput):
             await self._interrupt(running, query_only=kill.query_only)
         if itself and kill.query_only:
             self._reply_err(
-                ErrorCode.QUERY_INTERRUPTED,
+                ER.QUERY_INTERRUPTED,
                 "70100",
                 "Query execution was interrupted",
                 self._reply_seq,
             )
         elif itself:
-            self._reply_err(
-                ErrorCode.CONNECTION_KILLED, "70100", "Connection was killed", self._reply_seq
-            )
+            self._reply_err(ER.CONNECTION_KILLED, "70100", "Connection was killed", self._reply_seq)
             self.close("killed by its own KILL")
         else:
             self._reply_ok()

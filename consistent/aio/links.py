@@ -29,14 +29,14 @@ from consistent.aio.deadline import Watchdog
 from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi.config import ServerSpec
 from consistent.dbapi.links import LinkBase
-from consistent.protocol.constants import ClientErrno
+from consistent.errnos import CR
 
 __all__ = ["AsyncServerLink"]
 
 logger = logging.getLogger(__name__)
 
-_CONN_HOST_ERROR: Final = int(ClientErrno.CR_CONN_HOST_ERROR)
-_SERVER_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
+_CONN_HOST_ERROR: Final = int(CR.CONN_HOST_ERROR)
+_SERVER_LOST: Final = int(CR.SERVER_LOST)
 
 
 class AsyncServerLink(LinkBase[TrackingConnection]):

@@ -37,6 +37,7 @@ from pymysql.constants import CLIENT
 
 from consistent import errors
 from consistent.dbapi.cursorbase import driver_classes, driver_kind
+from consistent.errnos import CR, ER
 from consistent.errors import RemoteProtocolError
 from consistent.gtid import GtidState
 from consistent.protocol.constants import ServerStatus, SessionStateType
@@ -85,7 +86,20 @@ _IN_TRANS: Final = int(ServerStatus.IN_TRANS)
 #: SYNC 2014, CR_SERVER_LOST_EXTENDED 2055) and the server's "shutdown in progress" family
 #: (ER_SERVER_SHUTDOWN 1053, ER_CON_COUNT_ERROR 1040, ER_CONNECTION_KILLED 1927, 4031 idle
 #: timeout).  https://dev.mysql.com/doc/mysql-errors/8.4/en/client-error-reference.html
-DISCONNECT_ERRNOS: Final = frozenset({1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055, 4031})
+DISCONNECT_ERRNOS: Final[frozenset[int]] = frozenset(
+    {
+        CR.CONNECTION_ERROR,
+        CR.CONN_HOST_ERROR,
+        CR.SERVER_GONE_ERROR,
+        CR.SERVER_LOST,
+        CR.COMMANDS_OUT_OF_SYNC,
+        CR.SERVER_LOST_EXTENDED,
+        ER.CON_COUNT_ERROR,
+        ER.SERVER_SHUTDOWN,
+        ER.CONNECTION_KILLED,
+        ER.CLIENT_INTERACTION_TIMEOUT,
+    }
+)
 
 #: The PyMySQL cursor class behind each (unbuffered, as_dict) combination.
 CURSOR_CLASSES: Final[dict[tuple[bool, bool], type[pymysql.cursors.Cursor]]] = driver_classes(

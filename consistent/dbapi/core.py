@@ -41,6 +41,7 @@ from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL, detect_flavor, flavor_sql
 from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.pending import PendingGtids, parse_tracked
+from consistent.errnos import CR
 from consistent.gtid import GtidState
 from consistent.policy import (
     END_TRANSACTION,
@@ -58,7 +59,6 @@ from consistent.policy import (
     process_knowledge,
 )
 from consistent.policy.deadlines import wait_deadline
-from consistent.protocol.constants import ClientErrno
 from consistent.telemetry import (
     NOOP_SPAN,
     NOOP_TRACER,
@@ -92,7 +92,7 @@ BEGIN: Final = classify("BEGIN")
 BEGIN_READ_ONLY: Final = classify("START TRANSACTION READ ONLY")
 COMMIT: Final = classify("COMMIT")
 ROLLBACK: Final = classify("ROLLBACK")
-PRIMARY_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
+PRIMARY_LOST: Final = int(CR.SERVER_LOST)
 #: What a connection opened with ``defer_connect=True`` says until ``connect()``; raised as
 #: ``InterfaceError(0, …)``, as PyMySQL raises ``InterfaceError(0, '')`` on an unopened one.
 NOT_CONNECTED: Final = "not connected yet (defer_connect=True): call connect() first"

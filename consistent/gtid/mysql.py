@@ -10,6 +10,7 @@ from typing import Any
 
 from immutables import Map
 
+from consistent.errnos import ER
 from consistent.errors import DataError, MalformedGtid, MalformedGtidSet
 from consistent.gtid._intervals import (
     _Flat,
@@ -39,7 +40,6 @@ __all__ = ["MAX_GNO", "TAGS_SINCE", "Gtid", "GtidSet", "gtid_tags_in"]
 TAGS_SINCE = (8, 3, 0)
 
 # ER_GNO_EXHAUSTED, raised by Gtid_state::get_automatic_gno when a source has no GNO left.
-_ER_GNO_EXHAUSTED = 1775
 _GNO_EXHAUSTED_MESSAGE = (
     "Impossible to generate Global Transaction Identifier: the integer component reached the "
     "maximal value. Restart the server with a new server_uuid."
@@ -315,7 +315,7 @@ class GtidSet:
         if flat is None or flat[0] > 1:
             return 1
         if flat[1] > MAX_GNO:
-            raise DataError(_ER_GNO_EXHAUSTED, _GNO_EXHAUSTED_MESSAGE, sqlstate="HY000")
+            raise DataError(int(ER.GNO_EXHAUSTED), _GNO_EXHAUSTED_MESSAGE, sqlstate="HY000")
         return flat[1]
 
     # ----- single-element updates ---------------------------------------------------------

@@ -81,6 +81,7 @@ from typing import NamedTuple
 from consistent import errors
 from consistent.classify import Classification, PrimaryReason, RouteTarget, StatementKind
 from consistent.classify.session import replay_sql
+from consistent.errnos import ER
 from consistent.errors import ConsistencyTimeout, OperationalError
 from consistent.gtid import GtidState
 from consistent.policy._fast import frozen_factory
@@ -118,7 +119,6 @@ READ_ONLY_BEGIN = "START TRANSACTION READ ONLY"
 #: Ends a read-only transaction on its replica before a statement that leaves it.
 END_TRANSACTION = "COMMIT"
 # mysqld's ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION.
-_ER_READ_ONLY_TRANSACTION = 1792
 _SQLSTATE_READ_ONLY_TRANSACTION = "25006"
 # Handled by the autocommit mode itself rather than as a pin.
 _AUTOCOMMIT_PIN = "autocommit_off"
@@ -873,7 +873,7 @@ class SessionPolicy:
 
     def _read_only_violation(self, seed: _SeedLike, server: str) -> Decision:
         error = OperationalError(
-            _ER_READ_ONLY_TRANSACTION,
+            int(ER.CANT_EXECUTE_IN_READ_ONLY_TRANSACTION),
             "Cannot execute statement in a READ ONLY transaction.",
             sqlstate=_SQLSTATE_READ_ONLY_TRANSACTION,
         )

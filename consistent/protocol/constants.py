@@ -16,12 +16,10 @@ __all__ = [
     "CachingSha2",
     "Capability",
     "Charset",
-    "ClientErrno",
     "ColumnFlag",
     "ColumnType",
     "Command",
     "CursorFlag",
-    "ErrorCode",
     "Header",
     "LenencPrefix",
     "MariaDbCapability",
@@ -93,19 +91,6 @@ class MariaDbCapability(IntFlag):
     STMT_BULK_OPERATIONS = 1 << 2
     EXTENDED_METADATA = 1 << 3
     CACHE_METADATA = 1 << 4
-
-
-class ClientErrno(IntEnum):
-    """Client-side error numbers (libmysqlclient's ``CR_*``) that a connector reports for a
-    connection problem, and a proxy sends in an ERR packet in its place.  Pools and SQLAlchemy
-    take them for disconnects.
-
-    https://dev.mysql.com/doc/mysql-errors/8.4/en/client-error-reference.html
-    """
-
-    CR_CONN_HOST_ERROR = 2003
-    CR_SERVER_GONE_ERROR = 2006
-    CR_SERVER_LOST = 2013
 
 
 class ServerStatus(IntFlag):
@@ -364,19 +349,3 @@ class CachingSha2(IntEnum):
     REQUEST_PUBLIC_KEY = 0x02
     FAST_AUTH_SUCCESS = 0x03
     PERFORM_FULL_AUTHENTICATION = 0x04
-
-
-class ErrorCode(IntEnum):
-    """Server error numbers the proxy answers with itself (symbol without ``ER_``).  The
-    message each takes is the server's, at the place that sends it.
-
-    https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html
-    """
-
-    CON_COUNT_ERROR = 1040  # "Too many connections", SQLSTATE 08004
-    NO_SUCH_THREAD = 1094  # "Unknown thread id: %lu"
-    KILL_DENIED_ERROR = 1095  # "You are not owner of thread %lu"
-    NOT_SUPPORTED_YET = 1235  # "This version of MySQL doesn't yet support '%s'", 42000
-    UNSUPPORTED_PS = 1295  # "This command is not supported in the prepared statement protocol"
-    QUERY_INTERRUPTED = 1317  # "Query execution was interrupted", SQLSTATE 70100
-    CONNECTION_KILLED = 1927  # MariaDB: "Connection was killed", SQLSTATE 70100

@@ -25,8 +25,8 @@ import pytest
 
 import consistent.dbapi as db
 from consistent import aio, trace
+from consistent.errnos import CR
 from consistent.policy import ReplicaKnowledge
-from consistent.protocol.constants import ClientErrno
 from consistent.telemetry import MemoryExporter, Telemetry, TelemetryConfig
 from consistent.testing.blackhole import BlackHole
 from consistent.testing.replication import REPLICATION_BACKENDS, Replication, open_replication
@@ -291,7 +291,7 @@ def port_of(name: str) -> int:
 
 def is_lost(exc: BaseException) -> bool:
     """Error 2013, as both forms report a server that went silent."""
-    return bool(exc.args) and exc.args[0] == ClientErrno.CR_SERVER_LOST
+    return bool(exc.args) and exc.args[0] == CR.SERVER_LOST
 
 
 # --- a replica that accepts TCP and never answers ------------------------------------------------

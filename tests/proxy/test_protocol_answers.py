@@ -12,6 +12,7 @@ import pymysql
 import pytest
 
 from consistent.classify import MAX_CLASSIFIED_LENGTH
+from consistent.errnos import ER
 from consistent.policy import MAX_TOKEN_LENGTH
 from consistent.testing.mariadb import MariaDBTopology
 from consistent.testing.pytest_plugin import CleanDatabase
@@ -21,7 +22,6 @@ from .conftest import connect
 
 mariadb = pytest.importorskip("mariadb")
 
-ER_NET_PACKET_TOO_LARGE = 1153
 ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
 MIB = 1024 * 1024
 
@@ -99,7 +99,7 @@ def test_a_query_above_the_servers_packet_limit_gets_the_servers_1153(
     # MariaDB's own error (sql/share/errmsg-utf8.txt), as a client connected directly reads
     # it when the server had read its whole command (with more unread, the server's close
     # resets the connection and the client sees 2006 instead).
-    server_error = (ER_NET_PACKET_TOO_LARGE, "Got a packet bigger than 'max_allowed_packet' bytes")
+    server_error = (ER.NET_PACKET_TOO_LARGE, "Got a packet bigger than 'max_allowed_packet' bytes")
     proxy = make_proxy()
     conn = connect(proxy, max_allowed_packet=64 * MIB)
     try:

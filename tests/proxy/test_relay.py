@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from consistent.errnos import ER
 from consistent.errors import RemoteProtocolError
 from consistent.protocol import (
     Capability,
@@ -36,7 +37,7 @@ from consistent.protocol import (
     frame_packets,
     parse_ok,
 )
-from proxy.relay import ER_NOT_ALLOWED_COMMAND, ResponseKind, ResponseRelay, parse_response
+from proxy.relay import ResponseKind, ResponseRelay, parse_response
 from proxy.stream import renumber
 
 BASE = Capability.PROTOCOL_41 | Capability.SECURE_CONNECTION | Capability.TRANSACTIONS
@@ -376,7 +377,7 @@ def test_refused_local_infile_becomes_an_error_with_the_right_sequence_id() -> N
     relay.feed(answer)
     assert relay.done
     assert out[3] == 1  # the ERR answers the client's command (seq 0)
-    assert int.from_bytes(out[5:7], "little") == ER_NOT_ALLOWED_COMMAND
+    assert int.from_bytes(out[5:7], "little") == ER.NOT_ALLOWED_COMMAND
     assert relay.error is not None
 
 

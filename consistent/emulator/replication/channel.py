@@ -47,6 +47,7 @@ from consistent.emulator.replication.status import (
     StageStatus,
     TrxStamp,
 )
+from consistent.errnos import CR, ER
 from consistent.gtid import GtidSet
 
 if TYPE_CHECKING:
@@ -76,10 +77,6 @@ SQL_READING: Final = "Reading event from the relay log"
 SQL_WAITING_WORKER: Final = "Waiting for replica workers to process their queues"
 SQL_APPLYING: Final = "Applying batch of row changes (write)"
 SQL_PAUSED: Final = "Waiting for an event from Coordinator"
-
-ER_CONNECT: Final = 2003  # CR_CONN_HOST_ERROR, what Last_IO_Errno shows for a dead source
-ER_SOURCE_UUID: Final = 1593  # ER_SLAVE_FATAL_ERROR: equal server UUIDs
-ER_SOURCE_NO_BINLOG: Final = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
 
 
 @dataclass(frozen=True)
@@ -326,7 +323,7 @@ class Channel:
             if source is not None and source.running and source.binlog is not None:
                 if source.config.server_uuid.lower() == self.replica.config.server_uuid.lower():
                     raise _Fatal(
-                        ER_SOURCE_UUID,
+                        ER.SLAVE_FATAL_ERROR,
                         "Fatal error: The replica I/O thread stops because source and replica "
                         "have equal MySQL server UUIDs; these UUIDs must be different for "
                         "replication to work.",
@@ -335,12 +332,12 @@ class Channel:
             attempts += 1
             if source is not None and source.binlog is None:
                 raise _Fatal(
-                    ER_SOURCE_NO_BINLOG,
+                    ER.MASTER_FATAL_ERROR_READING_BINLOG,
                     "Got fatal error 1236 from source when reading data from binary log: "
                     "'Binary logging not possible. Message: the source has no binary log'",
                 )
             self.io_error = ErrorInfo(
-                ER_CONNECT,
+                CR.CONN_HOST_ERROR,
                 f"error connecting to source '{self.config.user}@{self.config.host}:"
                 f"{self.config.port}' - retry-time: {self.config.connect_retry}  retries: "
                 f"{attempts}  message: Can't connect to MySQL server on "

@@ -18,12 +18,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from consistent.emulator.errors import SqlError, parse_error
+from consistent.errnos import ER
 
 if TYPE_CHECKING:
     from consistent.emulator.binlog import BinlogTransaction
 
 __all__ = [
-    "ER_MASTER_DELAY_VALUE_OUT_OF_RANGE",
     "MAX_SOURCE_DELAY",
     "WAITING_FOR_DELAY",
     "check_delay",
@@ -33,8 +33,6 @@ __all__ = [
 
 #: The largest ``SOURCE_DELAY`` (``MASTER_DELAY_MAX``): 2^31 - 1 seconds.
 MAX_SOURCE_DELAY: Final = 2**31 - 1
-#: ``ER_MASTER_DELAY_VALUE_OUT_OF_RANGE``, HY000, reference §3.5.
-ER_MASTER_DELAY_VALUE_OUT_OF_RANGE: Final = 1729
 #: The applier's stage while it waits (``stage_sql_delay``, 8.0.26+ wording).
 WAITING_FOR_DELAY: Final = "Waiting until SOURCE_DELAY seconds after source executed event"
 
@@ -53,7 +51,7 @@ def check_delay(text: str) -> int:
     value = int(stripped)
     if value > MAX_SOURCE_DELAY:
         raise SqlError(
-            ER_MASTER_DELAY_VALUE_OUT_OF_RANGE,
+            ER.MASTER_DELAY_VALUE_OUT_OF_RANGE,
             f"The requested value {value} for the master delay exceeds the maximum "
             f"{MAX_SOURCE_DELAY}",
             "HY000",

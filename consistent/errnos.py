@@ -1,0 +1,137 @@
+"""Every MySQL error number the project uses, in one place (as PyMySQL's ``constants/ER.py``).
+
+:class:`ER` holds server errors (the symbol without its ``ER_`` prefix), which the emulator
+raises, the proxy sends in ERR packets of its own and the policy recognises in a server's
+answer.  :class:`CR` holds the client library's errors (``CR_*``), which a connector reports for a
+lost or refused connection and a proxy sends in its place; pools and SQLAlchemy take them for
+disconnects.  :data:`CONSISTENCY_TIMEOUT` is this project's own, outside both ranges.
+
+https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html,
+https://dev.mysql.com/doc/mysql-errors/8.4/en/client-error-reference.html
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Final
+
+__all__ = ["CONSISTENCY_TIMEOUT", "CR", "ER"]
+
+
+class ER(IntEnum):
+    """Server error numbers, by mysqld's symbol without ``ER_``."""
+
+    DB_CREATE_EXISTS = 1007
+    DB_DROP_EXISTS = 1008
+    CON_COUNT_ERROR = 1040
+    HANDSHAKE_ERROR = 1043
+    ACCESS_DENIED_ERROR = 1045
+    NO_DB_ERROR = 1046
+    UNKNOWN_COM_ERROR = 1047
+    BAD_NULL_ERROR = 1048
+    BAD_DB_ERROR = 1049
+    TABLE_EXISTS_ERROR = 1050
+    BAD_TABLE_ERROR = 1051
+    NON_UNIQ_ERROR = 1052
+    SERVER_SHUTDOWN = 1053
+    BAD_FIELD_ERROR = 1054
+    DUP_FIELDNAME = 1060
+    DUP_KEYNAME = 1061
+    DUP_ENTRY = 1062
+    WRONG_FIELD_SPEC = 1063
+    PARSE_ERROR = 1064
+    EMPTY_QUERY = 1065
+    INVALID_DEFAULT = 1067
+    MULTIPLE_PRI_KEY = 1068
+    KEY_COLUMN_DOES_NOT_EXITS = 1072
+    WRONG_AUTO_KEY = 1075
+    CANT_REMOVE_ALL_FIELDS = 1090
+    CANT_DROP_FIELD_OR_KEY = 1091
+    NO_SUCH_THREAD = 1094
+    KILL_DENIED_ERROR = 1095
+    UNKNOWN_ERROR = 1105
+    INVALID_GROUP_FUNC_USE = 1111
+    TABLE_MUST_HAVE_COLUMNS = 1113
+    UNKNOWN_CHARACTER_SET = 1115
+    WRONG_VALUE_COUNT_ON_ROW = 1136
+    NO_SUCH_TABLE = 1146
+    NOT_ALLOWED_COMMAND = 1148
+    NET_PACKET_TOO_LARGE = 1153
+    NET_PACKETS_OUT_OF_ORDER = 1156
+    KEY_DOES_NOT_EXITS = 1176
+    UNKNOWN_SYSTEM_VARIABLE = 1193
+    LOCK_WAIT_TIMEOUT = 1205
+    WRONG_ARGUMENTS = 1210
+    LOCK_DEADLOCK = 1213
+    LOCAL_VARIABLE = 1228
+    GLOBAL_VARIABLE = 1229
+    WRONG_VALUE_FOR_VAR = 1231
+    WRONG_TYPE_FOR_VAR = 1232
+    NOT_SUPPORTED_YET = 1235
+    MASTER_FATAL_ERROR_READING_BINLOG = 1236
+    INCORRECT_GLOBAL_LOCAL_VAR = 1238
+    OPERAND_COLUMNS = 1241
+    SUBQUERY_NO_1_ROW = 1242
+    UNKNOWN_STMT_HANDLER = 1243
+    WARN_DATA_OUT_OF_RANGE = 1264
+    WARN_DATA_TRUNCATED = 1265
+    UNKNOWN_COLLATION = 1273
+    TRUNCATED_WRONG_VALUE = 1292
+    UNSUPPORTED_PS = 1295
+    UNKNOWN_TIME_ZONE = 1298
+    SP_DOES_NOT_EXIST = 1305
+    QUERY_INTERRUPTED = 1317
+    NO_DEFAULT_FOR_FIELD = 1364
+    TRUNCATED_WRONG_VALUE_FOR_FIELD = 1366
+    NO_BINARY_LOGGING = 1381
+    XAER_NOTA = 1397
+    XAER_INVAL = 1398
+    XAER_RMFAIL = 1399
+    XAER_OUTSIDE = 1400
+    DATA_TOO_LONG = 1406
+    STMT_HAS_NO_OPEN_CURSOR = 1421
+    XAER_DUPID = 1440
+    ROW_IS_REFERENCED_2 = 1451
+    NO_REFERENCED_ROW_2 = 1452
+    CANT_CHANGE_TX_CHARACTERISTICS = 1568
+    WRONG_PARAMCOUNT_TO_NATIVE_FCT = 1582
+    SLAVE_FATAL_ERROR = 1593
+    MASTER_DELAY_VALUE_OUT_OF_RANGE = 1729
+    VARIABLE_NOT_SETTABLE_IN_TRANSACTION = 1766
+    MALFORMED_GTID_SET_SPECIFICATION = 1772
+    MALFORMED_GTID_SPECIFICATION = 1774
+    GNO_EXHAUSTED = 1775
+    CANT_DO_IMPLICIT_COMMIT_IN_TRX_WHEN_GTID_NEXT_IS_SET = 1778
+    CANT_SET_GTID_NEXT_TO_GTID_WHEN_GTID_MODE_IS_OFF = 1781
+    CANT_SET_GTID_NEXT_TO_ANONYMOUS_WHEN_GTID_MODE_IS_ON = 1782
+    GTID_MODE_CAN_ONLY_CHANGE_ONE_STEP_AT_A_TIME = 1788
+    CANT_SET_GTID_NEXT_WHEN_OWNING_GTID = 1790
+    CANT_EXECUTE_IN_READ_ONLY_TRANSACTION = 1792
+    FK_CANNOT_OPEN_PARENT = 1824
+    MALFORMED_PACKET = 1835
+    GTID_NEXT_TYPE_UNDEFINED_GTID = 1837
+    CONNECTION_KILLED = 1927
+    GTID_MODE_OFF = 3062
+    GTID_MODE_ON_REQUIRES_ENFORCE_GTID_CONSISTENCY_ON = 3111
+    CANT_SET_VARIABLE_WHEN_OWNING_GTID = 3138
+    SECURE_TRANSPORT_REQUIRED = 3159
+    CANT_WAIT_FOR_EXECUTED_GTID_SET_WHILE_OWNING_A_GTID = 3173
+    CANT_SET_GTID_PURGED_DUE_SETS_CONSTRAINTS = 3546
+    CLIENT_INTERACTION_TIMEOUT = 4031
+
+
+class CR(IntEnum):
+    """Client error numbers, by libmysqlclient's symbol without ``CR_``."""
+
+    CONNECTION_ERROR = 2002
+    CONN_HOST_ERROR = 2003
+    SERVER_GONE_ERROR = 2006
+    SERVER_LOST = 2013
+    COMMANDS_OUT_OF_SYNC = 2014
+    SERVER_LOST_EXTENDED = 2055
+
+
+#: :class:`~consistent.errors.ConsistencyTimeout`'s errno: a read could not be served at its
+#: level in time.  Outside the server's and the client's ranges, and outside the disconnect
+#: errnos SQLAlchemy recognises.
+CONSISTENCY_TIMEOUT: Final = 4900
