@@ -3,7 +3,7 @@
 Two inputs:
 
 * synthetic records (default): ``--records N…`` (default 1M and 10M) records with the shape of
-  real traces (:mod:`analytics.synthetic`: 2 000 concurrent sessions, one statement per ms,
+  real traces (:mod:`bench._synthetic`: 2 000 concurrent sessions, one statement per ms,
   a write in five, two chained replicas with lag bursts, 2 % lag samples).  Spark generates
   them straight into the typed record tables (what the ingest step writes), untimed; the
   timed part is every job after ingest, from those tables to the report;
@@ -44,7 +44,11 @@ from analytics import storage  # noqa: E402
 from analytics.jobs.layout import JobSettings, Layout  # noqa: E402
 from analytics.jobs.run import run_all  # noqa: E402
 from analytics.spark import SparkSettings, build_session  # noqa: E402
-from analytics.synthetic import generate  # noqa: E402
+
+# The generator sits beside this file; ``analytics`` is imported by now, so this file's
+# directory can come back on the path without shadowing the package.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _synthetic import generate  # noqa: E402
 
 #: Marks a working directory whose record tables were generated completely.
 _GENERATED: Final = "generated"
