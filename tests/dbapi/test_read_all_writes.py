@@ -22,6 +22,8 @@ ROUNDS = 400
 READS = 400
 #: How long one replica's applier stays stopped before the other's is (``injected_lag``).
 LAG_PERIOD = 0.05
+#: Runs of the monotonic-reads control, until one reads from every replica.
+CONTROL_TRIES = 3
 
 
 def reads_of_anothers_writes(
@@ -128,7 +130,14 @@ def test_a_sessions_reads_never_go_backwards(backend: Backend, table: str) -> No
     control = backend.connect(level="eventual")
     with backend.injected_lag(LAG_PERIOD):
         guarded = count_while_incrementing(writer, reader, table)
-        unguarded = count_while_incrementing(writer, control, table)
+        # Only reads spread over both replicas can go backwards.  On a loaded machine one
+        # replica can rank behind the other for a whole run (the policy prefers the one that
+        # lags less, and skips one its monitor cannot reach), so the control gets a few tries
+        # at reading from both.
+        for _ in range(CONTROL_TRIES):
+            unguarded = count_while_incrementing(writer, control, table)
+            if unguarded.replicas == set(backend.replicas):
+                break
     assert (guarded.backwards, guarded.below_acknowledged) == (0, 0)
     assert guarded.on_replicas > READS // 2
     assert unguarded.replicas == set(backend.replicas)  # the control read from both
