@@ -64,12 +64,14 @@ _MAX_PORT: Final = 65535
 
 
 def _endpoint(text: str) -> Endpoint:
-    """An ``argparse`` type: ``host``, ``host:port`` or ``[v6]:port``."""
+    """An ``argparse`` type: ``host``, ``host:port`` or ``[v6]:port``, optionally after
+    ``NAME=``."""
     try:
         endpoint = Endpoint.parse(text)
     except InterfaceError as exc:
         raise argparse.ArgumentTypeError(exc.msg) from None
-    unclosed = text.lstrip().startswith("[") and "]" not in text
+    address = text.partition("=")[2] if "=" in text else text
+    unclosed = address.lstrip().startswith("[") and "]" not in address
     if unclosed or not endpoint.host or not 1 <= endpoint.port <= _MAX_PORT:
         raise argparse.ArgumentTypeError(f"not a host:port address: {text!r}")
     return endpoint
@@ -82,8 +84,9 @@ def configure_lag_sample(parser: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         type=_endpoint,
-        metavar="HOST[:PORT]",
-        help="a replica to sample (repeat for several; port 3306 unless given)",
+        metavar="[NAME=]HOST[:PORT]",
+        help="a replica to sample (repeat for several; port 3306 unless given); NAME, when "
+        "given, names it in the traces and the report",
     )
     parser.add_argument(
         "--primary",
