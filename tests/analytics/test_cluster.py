@@ -13,6 +13,7 @@ it.  The master and the worker are stopped by pid whatever happens.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -88,6 +89,7 @@ class Daemon:
         raise AssertionError(f"no {pattern!r} in the daemon's log:\n{log}")
 
     def stop(self) -> None:
+        """Stop the daemon, then whatever it started in its process group (executors)."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -95,6 +97,8 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(15)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def _pump(stream: IO[str], lines: list[str]) -> None:
@@ -179,8 +183,10 @@ def traces(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return out
 
 
-def _submit(master: str, traces: Path, out: Path, executor_python: Path) -> None:
-    """The README's command, from the checkout."""
+@contextlib.contextmanager
+def _submitted(master: str, traces: Path, out: Path, executor_python: Path) -> Iterator[None]:
+    """The README's command, from the checkout, running while the ``with`` block does (the
+    local run, to share the wait for the cluster's executors); checked on leaving it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env.update(
         {
@@ -200,22 +206,27 @@ def _submit(master: str, traces: Path, out: Path, executor_python: Path) -> None
         "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         "analytics/jobs/run.py", str(traces), "--out", str(out),
     ]  # fmt: skip
-    done = subprocess.run(
-        command,
-        cwd=CHECKOUT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=_SUBMIT_SECONDS,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
+    log = out.with_suffix(".log")
+    with log.open("w", encoding="utf-8") as sink:
+        process = subprocess.Popen(
+            command, cwd=CHECKOUT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            yield
+            returncode = process.wait(_SUBMIT_SECONDS)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(15)
+    assert returncode == 0, log.read_text(encoding="utf-8")[-12000:]
 
 
 def _differences(left: DataFrame, right: DataFrame) -> tuple[int, int]:
     return left.exceptAll(right).count(), right.exceptAll(left).count()
 
 
+@pytest.mark.timeout(600)  # about a minute on two idle cores; several under load
 def test_the_jobs_on_a_standalone_cluster_equal_a_local_run(
     spark: SparkSession, cluster: str, traces: Path, tmp_path: Path
 ) -> None:
@@ -225,8 +236,8 @@ def test_the_jobs_on_a_standalone_cluster_equal_a_local_run(
     )
     executor_python.chmod(0o755)
     on_cluster = tmp_path / "cluster"
-    _submit(cluster, traces, on_cluster, executor_python)
-    local = run_all(spark, [str(traces)], tmp_path / "local")
+    with _submitted(cluster, traces, on_cluster, executor_python):
+        local = run_all(spark, [str(traces)], tmp_path / "local")
     assert (on_cluster / "report.html").is_file()
     names = sorted(p.name for p in (local.layout.root / "tables").iterdir() if p.is_dir())
     assert names == sorted(p.name for p in (on_cluster / "tables").iterdir() if p.is_dir())
