@@ -100,6 +100,7 @@ __all__ = [
     "primary_state",
     "replica_reads",
     "replica_states",
+    "unproven_reason",
     "violation_rows",
 ]
 
@@ -371,6 +372,20 @@ def judge(states: DataFrame, sources: Sequence[str]) -> DataFrame:
     )
 
 
+def unproven_reason() -> Column:
+    """Why an ``unproven`` row of :data:`READ_AUDIT` could not be decided, from its deciding
+    source (a key of :data:`analytics.report.UNPROVEN_REASONS`, which says what each means);
+    null for the other verdicts."""
+    required, low, high = F.col("required_high"), F.col("executed_low"), F.col("executed_high")
+    return (
+        F.when(F.col("status") != UNPROVEN, F.lit(None).cast(StringType()))
+        .when(required.isNull() | (low.isNotNull() & (required <= low)), "digest_only")
+        .when(low.isNull(), "no_sample_before")
+        .when(high.isNull(), "no_sample_after")
+        .otherwise("applied_between")
+    )
+
+
 def violation_rows(reads: DataFrame) -> DataFrame:
     """The reads not shown covered (:data:`VIOLATIONS`)."""
     return reads.where(F.col("status") != COVERED)
@@ -452,7 +467,10 @@ def analyze_reads(
     are not shuffled again and any number of replicas spreads over every core."""
     reads = replica_reads(statements, sources)
     spark = statements.sparkSession
-    shared = spark.sparkContext.broadcast(lookups(statements, lag, sources))
+    # Pickled here by cloudpickle (this module's classes by value, see BatchLookup): Spark's
+    # own pickling of a broadcast would name them by module, for the executors to import.
+    packed = cloudpickle.dumps(lookups(statements, lag, sources))  # type: ignore[no-untyped-call]
+    shared = spark.sparkContext.broadcast(packed)
     added = [StructField(name, LongType()) for name in lookup_fields(len(sources))]
     looked_up = reads.mapInArrow(BatchLookup(shared), StructType([*reads.schema.fields, *added]))
     judged = judge(looked_up, sources)

@@ -15,7 +15,7 @@ import datetime as dt
 import html
 import io
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -28,11 +28,15 @@ from rich.text import Text
 
 __all__ = [
     "LEVEL_ORDER",
+    "UNPROVEN_REASONS",
     "Rendered",
     "ReportData",
+    "audit_figure",
     "headline",
+    "pinning_figure",
     "render_html",
     "terminal_summary",
+    "waits_figure",
 ]
 
 Row = Mapping[str, Any]
@@ -46,6 +50,17 @@ _LEVEL_COLORS: Final = {
     "read_all_writes": "#2ca02c",
     "read_latest": "#9467bd",
     "none": "#bdbdbd",
+}
+#: Why the audit could not decide a read (``analytics.audit.unproven_reason``).
+UNPROVEN_REASONS: Final = {
+    "no_sample_before": "no lag sample of the replica before the read (nor the read's own wait) "
+    "shows the required source at all",
+    "no_sample_after": "the last evidence before the read lacked the required GTID, and no lag "
+    "sample of the replica after the read tells whether it was still missing",
+    "applied_between": "the replica applied the required GTID between the last sample before "
+    "the read and the first one after it: the traces cannot tell which came first",
+    "digest_only": "the level's required set was recorded only as its digest (longer than the "
+    "attribute limit), so it cannot be compared",
 }
 _STATUS_COLORS: Final = {"covered": "#2ca02c", "unproven": "#ffbf00", "stale": "#d62728"}
 _DPI: Final = 110
@@ -71,10 +86,17 @@ class ReportData:
     reads: Sequence[Row] = ()
     #: ``metrics.pinning`` rows.
     pinning: Sequence[Row] = ()
-    #: Violations of guaranteed levels (``audit.VIOLATIONS`` rows, stale first), at most a few
-    #: hundred, and how many there are in all.
+    #: Proven violations: reads of guaranteed levels the audit showed ``stale``
+    #: (``audit.VIOLATIONS`` rows), at most a few hundred, and how many there are in all.
     violations: Sequence[Row] = ()
     violation_count: int = 0
+    #: Reads of guaranteed levels the audit could not decide: a few ``audit.VIOLATIONS`` rows
+    #: (with ``why``, a key of ``audit.UNPROVEN_REASONS``), and ``(level, why, reads)`` counts
+    #: over all of them.
+    unproven: Sequence[Row] = ()
+    unproven_reasons: Sequence[Row] = ()
+    #: Replica names as the user gave them, by the ``host:port`` the traces route to.
+    replica_names: Mapping[str, str] = field(default_factory=dict)
     #: Stale reads of ``eventual`` sessions (expected: that level promises nothing).
     eventual_stale: Sequence[Row] = ()
     eventual_stale_count: int = 0
@@ -155,6 +177,7 @@ def headline(data: ReportData) -> dict[str, Any]:
     ``violations`` of ``eventual`` are not broken promises (that level promises nothing):
     they are the reads that certainly missed the session's own earlier writes.
     """
+    data = _named(data)
     reads = _sum(data.cost, "reads")
     replica_reads = _sum(data.cost, "replica_reads")
     guaranteed = [r for r in data.reads if r.get("level") not in ("eventual", "none", None)]
@@ -319,12 +342,11 @@ def _all_edges(found: set[float]) -> list[float]:
 
 
 def _bucket_label(edge: float) -> str:
-    if edge == 0:
-        return "<1"
-    return f"{edge / 1000:g}s" if edge >= 1000 else f"{edge:g}"
+    """A bucket's lower edge in ms, whatever its size (one unit on the axis)."""
+    return "<1" if edge == 0 else f"{edge:,.0f}"
 
 
-def plot_waits(data: ReportData) -> bytes | None:
+def waits_figure(data: ReportData) -> Figure | None:
     """How long reads waited for a replica, per level (power-of-two buckets; timeouts
     hatched)."""
     rows = data.wait_histogram
@@ -370,7 +392,13 @@ def plot_waits(data: ReportData) -> bytes | None:
     axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
     _style(axes)
     axes.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _png(figure)
+    return figure
+
+
+def plot_waits(data: ReportData) -> bytes | None:
+    """:func:`waits_figure` as PNG."""
+    figure = waits_figure(data)
+    return None if figure is None else _png(figure)
 
 
 def plot_offload(data: ReportData) -> bytes | None:
@@ -413,56 +441,78 @@ def plot_offload(data: ReportData) -> bytes | None:
     return _png(figure)
 
 
-def plot_audit(data: ReportData) -> bytes | None:
-    """Per level, the audit's verdicts on replica reads (a log scale, so a handful of stale
-    reads among millions still shows)."""
+def audit_figure(data: ReportData) -> Figure | None:
+    """Per level, the audit's verdicts on replica reads as shares of them (a linear axis), each
+    bar labelled with its counts, so that a handful of stale reads among millions is read,
+    not guessed from a bar's length."""
     rows = sorted(data.reads, key=_level_key)
     if not rows:
         return None
-    figure = Figure(figsize=(10, 0.6 + 0.55 * len(rows)), layout="constrained")
+    figure = Figure(figsize=(10, 0.8 + 0.55 * len(rows)), layout="constrained")
     axes = figure.subplots()
     labels = [str(r["level"]) for r in rows]
-    height = 0.26
-    for si, status in enumerate(("covered", "unproven", "stale")):
-        ys = [y + (si - 1) * height for y in range(len(rows))]
+    left = [0.0] * len(rows)
+    for status in ("covered", "unproven", "stale"):
         values = [int(r.get(status) or 0) for r in rows]
-        axes.barh(ys, values, height=height, color=_STATUS_COLORS[status], label=status)
-        for y, value in zip(ys, values, strict=True):
-            if value:
-                axes.text(value, y, f" {value:,}", va="center", fontsize=8)
-    axes.set_yticks(range(len(rows)), labels)
-    axes.set_xscale("symlog", linthresh=1)
+        totals = [int(r.get("replica_reads") or 0) for r in rows]
+        shares = [100 * v / t if t else 0.0 for v, t in zip(values, totals, strict=True)]
+        axes.barh(labels, shares, left=left, color=_STATUS_COLORS[status], label=status,
+                  height=0.6)  # fmt: skip
+        left = [a + b for a, b in zip(left, shares, strict=True)]
+    for y, row in enumerate(rows):
+        counts = "  ".join(
+            f"{status} {int(row.get(status) or 0):,}" for status in ("covered", "unproven", "stale")
+        )
+        axes.text(101, y, counts, va="center", fontsize=8)
+    axes.set_xlim(0, 100)
     axes.invert_yaxis()
-    axes.set_xlabel("replica reads (log scale)")
+    axes.set_xlabel("share of the level's replica reads (%)")
     axes.set_title("read-your-writes audit of replica reads", loc="left", fontsize=11)
     axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.3), fontsize=8, frameon=False, ncols=3)
     axes.spines["top"].set_visible(False)
     axes.spines["right"].set_visible(False)
-    return _png(figure)
+    return figure
 
 
-def plot_pinning(data: ReportData) -> bytes | None:
-    """Why reads ran on the primary, by reason (and detail)."""
-    rows = sorted(data.pinning, key=lambda r: -int(r["reads"]))[:12]
+def plot_audit(data: ReportData) -> bytes | None:
+    """:func:`audit_figure` as PNG."""
+    figure = audit_figure(data)
+    return None if figure is None else _png(figure)
+
+
+def _pins(data: ReportData) -> list[Row]:
+    """The pinning rows of sessions pinned to the primary, by pin reason (the other reasons a
+    read ran on the primary, fallbacks included, are the offload chart's)."""
+    pinned = [r for r in data.pinning if r.get("reason") == "pinned"]
+    return sorted(pinned, key=lambda r: (-int(r["reads"]), str(r.get("detail"))))
+
+
+def pinning_figure(data: ReportData) -> Figure | None:
+    """Why sessions were pinned to the primary, by pin reason."""
+    rows = _pins(data)[:12]
     if not rows:
         return None
     figure = Figure(figsize=(10, 0.6 + 0.45 * len(rows)), layout="constrained")
     axes = figure.subplots()
-    labels = [
-        f"{r['reason']}: {r['detail']}" if r.get("detail") else str(r["reason"]) for r in rows
-    ]
+    labels = [str(r.get("detail") or "unknown") for r in rows]
     reads = [int(r["reads"]) for r in rows]
     axes.barh(labels, reads, color="#8c564b", height=0.6)
     for y, (value, row) in enumerate(zip(reads, rows, strict=True)):
         axes.text(value, y, f" {value:,} reads, {int(row['sessions']):,} sessions", va="center",
                   fontsize=8)  # fmt: skip
     axes.invert_yaxis()
-    axes.set_xlabel("reads run on the primary")
-    axes.set_title("why reads could not use a replica", loc="left", fontsize=11)
+    axes.set_xlabel("reads of pinned sessions (run on the primary)")
+    axes.set_title("why sessions were pinned to the primary", loc="left", fontsize=11)
     axes.spines["top"].set_visible(False)
     axes.spines["right"].set_visible(False)
     axes.set_xlim(0, max(reads) * 1.35)
-    return _png(figure)
+    return figure
+
+
+def plot_pinning(data: ReportData) -> bytes | None:
+    """:func:`pinning_figure` as PNG."""
+    figure = pinning_figure(data)
+    return None if figure is None else _png(figure)
 
 
 _PLOTS: Final[tuple[tuple[str, str, Callable[[ReportData], bytes | None]], ...]] = (
@@ -470,7 +520,7 @@ _PLOTS: Final[tuple[tuple[str, str, Callable[[ReportData], bytes | None]], ...]]
     ("offload.png", "Offload by level", plot_offload),
     ("waits.png", "Wait times", plot_waits),
     ("audit.png", "Audit", plot_audit),
-    ("pinning.png", "Pinning", plot_pinning),
+    ("pinning.png", "Pinning: why sessions were pinned to the primary", plot_pinning),
 )
 
 
@@ -479,18 +529,24 @@ _PLOTS: Final[tuple[tuple[str, str, Callable[[ReportData], bytes | None]], ...]]
 _CSS: Final = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;
 background:#fafafa}
-main{max-width:1120px;margin:0 auto;padding:24px}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:32px 0 8px}
-.sub{color:#666;margin-bottom:18px}
-.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:10px}
-.card{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:10px 12px}
-.card .v{font-size:22px;font-weight:600} .card .k{color:#666;font-size:12px}
+main{max-width:1160px;margin:0 auto;padding:20px 24px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
+.sub{color:#666;margin-bottom:14px}
+.cards{display:grid;grid-template-columns:repeat(5,1fr);gap:8px}
+.card{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:6px 12px}
+.card .v{font-size:20px;font-weight:600} .card .k{color:#666;font-size:12px}
 .ok .v{color:#2ca02c} .bad .v{color:#d62728} .warn .v{color:#b38600}
+.verdict{margin:12px 0 0;font-weight:600} .verdict.bad{color:#d62728}
+.verdict.ok{color:#2ca02c}
 img{max-width:100%;background:#fff;border:1px solid #e3e3e3;border-radius:8px}
+.scroll{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;background:#fff;font-size:12.5px;width:100%}
-th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:right;white-space:nowrap}
-th{background:#f3f3f3;position:sticky;top:0} td.l,th.l{text-align:left}
+th,td{border-bottom:1px solid #eee;padding:4px 6px;text-align:right}
+td{white-space:nowrap} td.w{white-space:normal;overflow-wrap:anywhere;min-width:9em}
+th{background:#f3f3f3;position:sticky;top:0;vertical-align:bottom} td.l,th.l{text-align:left}
 .note{color:#555;font-size:13px} .empty{color:#2ca02c;font-weight:600}
+details{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:8px 12px}
+summary{cursor:pointer;font-weight:600}
 """
 
 
@@ -501,6 +557,10 @@ def _card(label: str, value: str, tone: str = "") -> str:
     )
 
 
+#: Columns whose values may wrap (long identifiers), so that tables fit the page.
+_WRAPPED: Final = frozenset({"session_id", "why"})
+
+
 def _table(rows: Sequence[Row], columns: Sequence[tuple[str, str, Callable[[Any], str]]]) -> str:
     head = "".join(
         f'<th class="{"l" if i == 0 else ""}">{html.escape(title)}</th>'
@@ -509,16 +569,24 @@ def _table(rows: Sequence[Row], columns: Sequence[tuple[str, str, Callable[[Any]
     body = []
     for row in rows[:_MAX_TABLE_ROWS]:
         cells = "".join(
-            f'<td class="{"l" if i == 0 else ""}">{html.escape(fmt(row.get(name)))}</td>'
+            f'<td class="{"l" if i == 0 else ""}{" w" if name in _WRAPPED else ""}">'
+            f"{html.escape(fmt(row.get(name)))}</td>"
             for i, (name, _t, fmt) in enumerate(columns)
         )
         body.append(f"<tr>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _channel(value: Any) -> str:
+    """A replication channel's name; the unnamed one is the default channel."""
+    return "(default)" if value in (None, "") else str(value)
 
 
 _VIOLATION_COLUMNS: Final = (
     ("start_ns", "read at (UTC)", _when),
-    ("status", "verdict", _fmt),
     ("level", "level", _fmt),
     ("session_id", "session", _fmt),
     ("replica", "replica", _fmt),
@@ -529,9 +597,21 @@ _VIOLATION_COLUMNS: Final = (
     ("executed_high", "replica had ≤", _fmt),
 )
 
+_UNPROVEN_COLUMNS: Final = (
+    ("start_ns", "read at (UTC)", _when),
+    ("level", "level", _fmt),
+    ("session_id", "session", _fmt),
+    ("replica", "replica", _fmt),
+    ("why", "why undecided", _fmt),
+    ("source", "source", _fmt),
+    ("required_high", "needed GNO", _fmt),
+    ("executed_low", "replica had ≥", _fmt),
+    ("executed_high", "replica had ≤", _fmt),
+)
+
 _LAG_COLUMNS: Final = (
     ("replica", "replica", _fmt),
-    ("channel", "channel", _fmt),
+    ("channel", "channel", _channel),
     ("samples", "samples", _fmt),
     ("lag_p50_ms", "p50", _ms),
     ("lag_p95_ms", "p95", _ms),
@@ -592,7 +672,7 @@ def _cards(numbers: Mapping[str, Any]) -> str:
                 _ms(numbers["worst_lag_p99_ms"]),
             ),
             _card(
-                "guarantee violations",
+                "proven guarantee violations",
                 _fmt(violations),
                 "bad" if violations else "ok",
             ),
@@ -602,21 +682,142 @@ def _cards(numbers: Mapping[str, Any]) -> str:
     )
 
 
+def _named(data: ReportData) -> ReportData:
+    """``data`` with every replica shown by the name the user gave it (when the traces
+    carry one), not by the ``host:port`` routing uses."""
+    names = data.replica_names
+    if not names:
+        return data
+
+    def rename(rows: Sequence[Row]) -> list[Row]:
+        return [
+            {**row, "replica": names.get(str(row.get("replica")), row.get("replica"))}
+            if "replica" in row
+            else row
+            for row in rows
+        ]
+
+    return replace(
+        data,
+        lag_summary=rename(data.lag_summary),
+        lag_windows=rename(data.lag_windows),
+        violations=rename(data.violations),
+        unproven=rename(data.unproven),
+        eventual_stale=rename(data.eventual_stale),
+        replica_names={},
+    )
+
+
+def _figure(name: str, heading: str, png: bytes) -> str:
+    encoded = base64.b64encode(png).decode("ascii")
+    return (
+        f'<h2 id="{name.removesuffix(".png")}">{html.escape(heading)}</h2>'
+        f'<img alt="{html.escape(heading)}" src="data:image/png;base64,{encoded}">'
+    )
+
+
+def _verdict(data: ReportData, numbers: Mapping[str, Any]) -> str:
+    """One line under the cards: proven violations point to their table, else the guarantee
+    held as far as the traces show, with the undecided reads pointed to."""
+    violations = int(numbers["guarantee_violations"])
+    unproven = int(numbers["guarantee_unproven"])
+    undecided = (
+        f' {unproven:,} guaranteed replica reads could not be decided (<a href="#unproven">'
+        "unproven reads</a>)."
+        if unproven
+        else ""
+    )
+    if violations:
+        return (
+            f'<p class="verdict bad">{violations:,} proven violations of the guarantee: reads '
+            "a replica served while it still lacked a GTID the level required "
+            f'(<a href="#violations">listed below</a>).{undecided}</p>'
+        )
+    return f'<p class="verdict ok">No proven violation of the guarantee.{undecided}</p>'
+
+
+def _violations(data: ReportData) -> str:
+    proven = [r for r in data.violations if r.get("status", "stale") == "stale"]
+    shown = min(len(proven), _MAX_TABLE_ROWS)
+    count = max(data.violation_count, len(proven))
+    more = f", first {shown} shown" if count > shown else ""
+    body = (
+        _table(proven, _VIOLATION_COLUMNS)
+        if proven
+        else '<p class="empty">None: no replica read of a guaranteed level was shown to have '
+        "missed a GTID its level required.</p>"
+    )
+    return (
+        f'<h2 id="violations">Violations of the guarantee ({count:,}{more})</h2>'
+        '<p class="note">Reads of a guaranteed level that a lag sample taken after them proves '
+        "stale: the replica still lacked a GTID the session had written or its level "
+        "required.</p>" + body
+    )
+
+
+def _unproven(data: ReportData) -> str:
+    """The undecided reads, folded: counts per level and reason, what each reason means, and
+    the first few reads."""
+    counts = [r for r in data.unproven_reasons if int(r.get("reads") or 0)]
+    total = sum(int(r["reads"]) for r in counts)
+    if not total:
+        return ""
+    levels = sorted({str(r["level"]) for r in counts}, key=lambda lv: _level_key({"level": lv}))
+    reasons = sorted({str(r["why"]) for r in counts}, key=lambda w: -sum(
+        int(r["reads"]) for r in counts if r["why"] == w))  # fmt: skip
+    head = "".join(f"<th>{html.escape(level)}</th>" for level in levels)
+    lines = []
+    for why in reasons:
+        cells = "".join(
+            f"<td>{_fmt(sum(int(r['reads']) for r in counts if r['why'] == why and r['level'] == level))}</td>"  # noqa: E501
+            for level in levels
+        )
+        meaning = UNPROVEN_REASONS.get(why, "")
+        lines.append(
+            f'<tr><td class="l">{html.escape(why)}</td>{cells}'
+            f'<td class="l w">{html.escape(meaning)}</td></tr>'
+        )
+    by_reason = (
+        f'<div class="scroll"><table><thead><tr><th class="l">why</th>{head}'
+        f'<th class="l">meaning</th></tr></thead><tbody>{"".join(lines)}</tbody></table></div>'
+    )
+    examples = (
+        f'<p class="note">The first {min(len(data.unproven), _MAX_TABLE_ROWS):,}:</p>'
+        + _table(data.unproven, _UNPROVEN_COLUMNS)
+        if data.unproven
+        else ""
+    )
+    return (
+        f'<h2 id="unproven">Unproven reads of guaranteed levels ({total:,})</h2>'
+        "<details><summary>Replica reads the audit could neither show covered nor prove stale, "
+        "by level and why</summary>"
+        '<p class="note">Not violations: the traces hold no lag sample close enough to the read '
+        "to decide. Sampling the replicas more often decides more of them.</p>"
+        f"{by_reason}{examples}</details>"
+    )
+
+
 def render_html(data: ReportData, title: str = "consistent — staleness report") -> Rendered:
-    """The page (images embedded as data URIs) and the PNGs by file name."""
+    """The page (images embedded as data URIs) and the PNGs by file name.
+
+    Order: the headline (cards and a one-line verdict), then the charts, each with its short
+    per-replica or per-level table, then the long tables: proven violations, the unproven
+    reads (folded) and the stale ``eventual`` reads."""
+    data = _named(data)
     numbers = headline(data)
     images: dict[str, bytes] = {}
     sections: list[str] = []
     for name, heading, plot in _PLOTS:
         png = plot(data)
         if png is None:
+            if name == "pinning.png":
+                sections.append(
+                    '<h2 id="pinning">Pinning</h2><p class="note">No session was pinned to the '
+                    "primary.</p>"
+                )
             continue
         images[name] = png
-        encoded = base64.b64encode(png).decode("ascii")
-        sections.append(
-            f"<h2>{html.escape(heading)}</h2>"
-            f'<img alt="{html.escape(heading)}" src="data:image/png;base64,{encoded}">'
-        )
+        sections.append(_figure(name, heading, png))
         if name == "lag.png":
             sections.append(_table(sorted(data.lag_summary, key=lambda r: str(r["replica"])),
                                    _LAG_COLUMNS))  # fmt: skip
@@ -624,15 +825,8 @@ def render_html(data: ReportData, title: str = "consistent — staleness report"
             sections.append(_table(sorted(data.cost, key=_level_key), _COST_COLUMNS))
         elif name == "audit.png":
             sections.append(_table(sorted(data.reads, key=_level_key), _READ_COLUMNS))
-    violation_html = (
-        _table(data.violations, _VIOLATION_COLUMNS)
-        if data.violations
-        else '<p class="empty">None: every replica read of a guaranteed level was shown to see '
-        "the session's writes, or is listed as unproven above.</p>"
-    )
-    shown = min(len(data.violations), _MAX_TABLE_ROWS)
     eventual_html = (
-        f"<h2>Stale reads of eventual sessions ({data.eventual_stale_count:,})</h2>"
+        f'<h2 id="eventual">Stale reads of eventual sessions ({data.eventual_stale_count:,})</h2>'
         '<p class="note">Level <code>eventual</code> promises nothing; these are the reads that '
         "certainly missed the session's own earlier writes.</p>"
         + _table(data.eventual_stale, _VIOLATION_COLUMNS)
@@ -647,10 +841,8 @@ def render_html(data: ReportData, title: str = "consistent — staleness report"
         f'<div class="sub">{_fmt(numbers["statements"])} statements and '
         f"{_fmt(numbers['lag_samples'])} lag samples from {_when(data.totals.get('first_ns'))} "
         f"to {_when(data.totals.get('last_ns'))} UTC</div>"
-        f'<div class="cards">{_cards(numbers)}</div>{notes}'
-        f"<h2>Violations of the guarantee ({data.violation_count:,}"
-        f"{f', first {shown} shown' if data.violation_count > shown else ''})</h2>"
-        f"{violation_html}{''.join(sections)}{eventual_html}"
+        f'<div class="cards">{_cards(numbers)}</div>{_verdict(data, numbers)}{notes}'
+        f"{''.join(sections)}{_violations(data)}{_unproven(data)}{eventual_html}"
         "</main></body></html>"
     )
     return Rendered(page, images)
@@ -661,6 +853,7 @@ def render_html(data: ReportData, title: str = "consistent — staleness report"
 
 def terminal_summary(data: ReportData) -> RenderableType:
     """The headline numbers as a ``rich`` renderable."""
+    data = _named(data)
     numbers = headline(data)
     top = Table.grid(padding=(0, 2))
     top.add_column(style="bold")

@@ -213,6 +213,7 @@ _LAG_SAMPLE_ATTRIBUTES: Final = (
     _i("server.port"),
     _s("error.type"),
     _s("consistent.lag.replica"),
+    _s("consistent.lag.replica_name"),
     _s("consistent.lag.channel"),
     _a("consistent.lag.reachable", BooleanType()),
     _a("consistent.lag.io_running", BooleanType()),

@@ -16,6 +16,8 @@ project.
 
 from __future__ import annotations
 
+import contextlib
+import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
@@ -176,20 +178,40 @@ def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
 
 
 class _Holder(Protocol):
-    """A Spark broadcast variable (or anything with its ``value``)."""
+    """A Spark broadcast variable (or anything with its ``value``): the look-ups, or their
+    pickle (see :class:`BatchLookup`)."""
 
     @property
-    def value(self) -> ReadLookups: ...
+    def value(self) -> ReadLookups | bytes: ...
+
+
+def _loaded(holder: _Holder) -> ReadLookups:
+    """The look-ups of ``holder``, unpickled once per Python worker (kept on the broadcast
+    object, which a reused worker keeps from task to task)."""
+    cached = getattr(holder, "_consistent_lookups", None)
+    if isinstance(cached, ReadLookups):
+        return cached
+    value = holder.value
+    lookups: ReadLookups = pickle.loads(value) if isinstance(value, bytes) else value
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(holder, "_consistent_lookups", lookups)  # noqa: B010 (not a declared field)
+    return lookups
 
 
 @dataclass(frozen=True, slots=True)
 class BatchLookup:
     """The function ``DataFrame.mapInArrow`` runs: :func:`look_up_batch` on every batch, with
-    the look-ups from a broadcast variable (read once per Python worker)."""
+    the look-ups from a broadcast variable (read once per Python worker).
+
+    Spark pickles a broadcast's value with the standard :mod:`pickle`, which names classes
+    by module: broadcast as is, :class:`ReadLookups` would make the executors import this
+    module from a copy of the project.  Broadcast as bytes pickled by ``cloudpickle`` with
+    this module registered by value (:func:`analytics.audit.analyze_reads`), the classes
+    travel with the data and the executors need numpy and pyarrow only."""
 
     lookups: _Holder
 
     def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
-        lookups = self.lookups.value
+        lookups = _loaded(self.lookups)
         for batch in batches:
             yield look_up_batch(batch, lookups)

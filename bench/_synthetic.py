@@ -70,6 +70,8 @@ class SyntheticConfig:
     wait_timeout_ms: float = 1000.0
     primary_uuid: str = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
     replicas: tuple[str, str] = ("10.0.0.11:3306", "10.0.0.12:3306")
+    #: The names the lag samples give the replicas (``consistent.lag.replica_name``), if any.
+    replica_names: tuple[str, str] | None = None
     #: Lag bursts: period (s), peak on the first hop and on the second (ms).
     burst_period_s: float = 600.0
     first_hop_peak_ms: float = 2500.0
@@ -385,6 +387,11 @@ def _lag_samples(spark: SparkSession, model: _Model, count: int) -> DataFrame:
         F.split(replica_name, ":")[0].alias("server_address"),
         F.lit(3306).alias("server_port"),
         replica_name.alias("lag_replica"),
+        (
+            F.when(replica == 0, F.lit(c.replica_names[0])).otherwise(F.lit(c.replica_names[1]))
+            if c.replica_names
+            else F.lit(None).cast("string")
+        ).alias("lag_replica_name"),
         F.lit("").alias("lag_channel"),
         F.lit(True).alias("lag_reachable"),
         F.lit(True).alias("lag_io_running"),
@@ -433,6 +440,13 @@ _ANY_KEY: Final = {
     "boolean": "boolValue",
 }
 
+_ANY_TYPE: Final = {
+    "stringValue": "string",
+    "intValue": "string",
+    "doubleValue": "double",
+    "boolValue": "boolean",
+}
+
 
 def _attributes(schema: StructType) -> Column:
     entries = []
@@ -441,7 +455,14 @@ def _attributes(schema: StructType) -> Column:
         value = F.col(field.name)
         if kind == "long":
             value = value.cast("string")
-        any_value = F.struct(value.alias(_ANY_KEY[kind]))
+        # Every entry has every AnyValue field (an array's elements share one type); the
+        # null ones are left out of the JSON.
+        any_value = F.struct(
+            *[
+                (value if key == _ANY_KEY[kind] else F.lit(None)).cast(_ANY_TYPE[key]).alias(key)
+                for key in _ANY_TYPE
+            ]
+        )
         entry = F.struct(
             F.lit(field.metadata[ATTRIBUTE_KEY]).alias("key"), any_value.alias("value")
         )

@@ -170,6 +170,9 @@ DIGEST_PREFIX: Final = "sha256:"
 
 #: The sampled replica's name (``host:port``), the same name statements use as their target.
 LAG_REPLICA: Final = "consistent.lag.replica"
+#: The name the user gave the sampled replica (``--replica NAME=HOST:PORT``), absent without
+#: one: reports show it instead of ``host:port``, for statements routed there too.
+LAG_REPLICA_NAME: Final = "consistent.lag.replica_name"
 #: The replication channel (MySQL ``CHANNEL_NAME``, MariaDB ``Connection_name``; ``""`` default).
 LAG_CHANNEL: Final = "consistent.lag.channel"
 #: False when the replica could not be queried (``error.type`` says why).
@@ -474,6 +477,7 @@ LAG_SAMPLE_ATTRIBUTES: Final = (
     _PORT,
     _ERROR,
     AttributeSpec(LAG_REPLICA, AttrType.STRING, "the replica's host:port", True),
+    AttributeSpec(LAG_REPLICA_NAME, AttrType.STRING, "the name the replica was given, if any"),
     AttributeSpec(LAG_CHANNEL, AttrType.STRING, "replication channel"),
     AttributeSpec(LAG_REACHABLE, AttrType.BOOL, "the replica answered", True),
     AttributeSpec(LAG_IO_RUNNING, AttrType.BOOL, "receiver thread runs"),

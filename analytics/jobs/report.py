@@ -9,10 +9,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
 
-from analytics import report, storage
+from analytics import audit, report, storage
 from analytics.jobs.layout import TABLE_SCHEMAS, JobSettings, Layout
 
-__all__ = ["collect", "run", "write"]
+__all__ = ["collect", "replica_names", "run", "write"]
 
 
 def _rows(frame: DataFrame) -> list[dict[str, Any]]:
@@ -24,6 +24,18 @@ def _table(spark: SparkSession, layout: Layout, name: str) -> DataFrame:
     schema = TABLE_SCHEMAS.get(name)
     path = layout.table(name)
     return storage.read_parquet(spark, path, schema) if schema else spark.read.parquet(path)
+
+
+def replica_names(lag_samples: DataFrame) -> dict[str, str]:
+    """``host:port`` → the name the lag sampler was given for it (the latest one, should it
+    have changed); replicas without a name are left out."""
+    named = lag_samples.where(
+        F.col("lag_replica_name").isNotNull() & (F.col("lag_replica_name") != "")
+    )
+    latest = named.groupBy("lag_replica").agg(
+        F.max_by("lag_replica_name", "start_ns").alias("name")
+    )
+    return {str(row["lag_replica"]): str(row["name"]) for row in latest.collect()}
 
 
 def collect(
@@ -45,9 +57,14 @@ def collect(
     lag_samples = _table(spark, layout, "lag_samples").count()
     violations = _table(spark, layout, "violations")
     guaranteed = violations.where(F.col("guaranteed"))
-    ordered = guaranteed.orderBy(F.col("status").desc(), "start_ns", "span_id")
-    eventual = violations.where(~F.col("guaranteed") & (F.col("status") == "stale"))
+    # Only a read the audit proved stale broke the guarantee; the undecided ones apart.
+    proven = guaranteed.where(F.col("status") == audit.STALE)
+    unproven = guaranteed.where(F.col("status") == audit.UNPROVEN).withColumn(
+        "why", audit.unproven_reason()
+    )
+    eventual = violations.where(~F.col("guaranteed") & (F.col("status") == audit.STALE))
     limit = settings.shown_violations
+    reasons = unproven.groupBy("level", "why").agg(F.count(F.lit(1)).alias("reads"))
     return report.ReportData(
         totals={
             "statements": totals["statements"] if totals else 0,
@@ -63,8 +80,11 @@ def collect(
         wait_histogram=_rows(_table(spark, layout, "wait_histogram")),
         reads=_rows(_table(spark, layout, "read_summary")),
         pinning=_rows(_table(spark, layout, "pinning")),
-        violations=_rows(ordered.limit(limit)),
-        violation_count=guaranteed.count(),
+        violations=_rows(proven.orderBy("start_ns", "span_id").limit(limit)),
+        violation_count=proven.count(),
+        unproven=_rows(unproven.orderBy("start_ns", "span_id").limit(limit // 4)),
+        unproven_reasons=_rows(reasons),
+        replica_names=replica_names(_table(spark, layout, "lag_samples")),
         eventual_stale=_rows(eventual.orderBy("start_ns", "span_id").limit(limit // 4)),
         eventual_stale_count=eventual.count(),
     )

@@ -1,16 +1,17 @@
 """Every job in order: ingest, lag, reads (audit and staleness), cost, report.
 
-``consistent analyze TRACES… --out DIR`` runs this with a progress display; on a cluster,
-from a checkout with the project installed (the driver runs there; the executors run Python
-for one step only, the audit's look-ups, whose code Spark ships to them: their Python needs
-numpy and pyarrow, ``PYSPARK_PYTHON`` names it)::
+``consistent analyze TRACES… --out DIR`` runs this with a progress display; on a cluster, from
+a checkout (the driver runs the project; the executors run Python for one step only, the
+audit's look-ups, whose code and data Spark ships pickled by value: their Python, named by
+``PYSPARK_PYTHON``, needs numpy and pyarrow and nothing of the project)::
 
-    PYTHONPATH=. PYSPARK_PYTHON=.venv/bin/python PYSPARK_DRIVER_PYTHON=.venv/bin/python \\
+    PYTHONPATH=. PYSPARK_PYTHON=/opt/py311/bin/python PYSPARK_DRIVER_PYTHON=.venv/bin/python \\
     spark-submit --master spark://spark-master:7077 --deploy-mode client \\
         analytics/jobs/run.py 'hdfs:///traces/*.jsonl' --out /mnt/shared/analysis
 
 ``--out`` must be a directory every executor and the driver see at the same path (the
-executors write the Parquet tables, the driver the report).
+executors write the Parquet tables, the driver the report).  README.md, "Running the analytics
+on a cluster", says what each side needs.
 """
 
 from __future__ import annotations

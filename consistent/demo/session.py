@@ -135,7 +135,7 @@ def _sampler(
 
     return LagSampler(
         flavor="mariadb" if backends.flavor == "mariadb" else "mysql",
-        replicas=[Endpoint(r.host, r.port) for r in backends.replicas],
+        replicas=[Endpoint(r.host, r.port, r.name) for r in backends.replicas],
         primary=Endpoint(backends.primary.host, backends.primary.port),
         connect=connect,
         emit=emit,

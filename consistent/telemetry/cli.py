@@ -63,7 +63,8 @@ _CONNECT_TIMEOUT: Final = 5
 
 
 def _endpoint(text: str) -> Endpoint:
-    """An ``argparse`` type: ``host``, ``host:port`` or ``[v6]:port``."""
+    """An ``argparse`` type: ``host``, ``host:port`` or ``[v6]:port``, optionally after
+    ``NAME=``."""
     try:
         return Endpoint.parse(text)
     except InterfaceError as exc:
@@ -77,8 +78,9 @@ def configure_lag_sample(parser: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         type=_endpoint,
-        metavar="HOST[:PORT]",
-        help="a replica to sample (repeat for several; port 3306 unless given)",
+        metavar="[NAME=]HOST[:PORT]",
+        help="a replica to sample (repeat for several; port 3306 unless given); NAME, when "
+        "given, names it in the traces and the report",
     )
     parser.add_argument(
         "--primary",

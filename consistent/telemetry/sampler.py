@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 from consistent.errors import InterfaceError
@@ -41,6 +41,7 @@ from consistent.trace import (
     LAG_CHANNEL,
     LAG_REACHABLE,
     LAG_REPLICA,
+    LAG_REPLICA_NAME,
     LAG_SAMPLE_SPAN,
     RECORD_KIND,
     SERVER_ADDRESS,
@@ -71,10 +72,12 @@ class SamplerConnection(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """A server to sample: its name in the traces (``host:port``) and where it listens."""
+    """A server to sample: its name in the traces (``host:port``), where it listens, and the
+    name the user gave it (``label``, recorded beside ``host:port`` when given)."""
 
     host: str
     port: int = DEFAULT_PORT
+    label: str | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -83,8 +86,17 @@ class Endpoint:
 
     @classmethod
     def parse(cls, text: str) -> Endpoint:
-        """``host``, ``host:port`` or ``[v6]:port``."""
-        return cls(*split_host_port(text))
+        """``host``, ``host:port`` or ``[v6]:port`` (read by
+        :func:`~consistent.hostport.split_host_port`), each optionally after ``NAME=``."""
+        text = text.strip()
+        label, equals, address = text.partition("=")
+        if not equals:
+            label, address = "", text
+        label = label.strip()
+        if equals and not label:
+            raise InterfaceError(f"an empty name before '=' in {text!r}")
+        host, port = split_host_port(address)
+        return cls(host, port, label or None)
 
 
 def _rows(connection: SamplerConnection, sql: str) -> list[Row]:
@@ -224,6 +236,8 @@ class LagSampler:
             LAG_REPLICA: endpoint.name,
             LAG_REACHABLE: True,
         }
+        if endpoint.label:
+            base[LAG_REPLICA_NAME] = endpoint.label
         base.update(attributes)
         failed = base.get(LAG_REACHABLE) is False
         return SpanRecord(

@@ -4,6 +4,7 @@ the violations table (empty when the guarantee held) and the terminal summary.""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from rich.console import Console
 
@@ -103,3 +104,26 @@ def test_terminal_summary() -> None:
     assert "guarantee violations: 0" in text
     assert "read_own_writes" in text
     assert "83.3 %" in text  # 250 of 300 reads offloaded
+
+
+def test_unproven_reads_are_folded_apart_and_replicas_shown_by_name() -> None:
+    stale = {"start_ns": 3 * S, "status": "stale", "level": "read_own_writes",
+             "session_id": "s-42", "replica": R2, "route_reason": "known_covered"}  # fmt: skip
+    undecided = {**stale, "status": "unproven", "session_id": "s-43", "why": "no_sample_after"}
+    data = replace(
+        _data([stale, undecided]),
+        unproven=[undecided],
+        unproven_reasons=[{"level": "read_own_writes", "why": "no_sample_after", "reads": 3}],
+        replica_names={R2: "delayed"},
+    )
+    page = render_html(data).html
+    violations = page[page.index('id="violations"') : page.index('id="unproven"')]
+    unproven = page[page.index('id="unproven"') :]
+    assert "s-42" in violations
+    assert "s-43" not in violations
+    assert "<details>" in unproven
+    assert "s-43" in unproven
+    assert "no_sample_after" in unproven
+    assert "delayed" in page
+    assert R2 not in page
+    assert page.index('id="lag"') < page.index('id="violations"')

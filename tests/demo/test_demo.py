@@ -6,6 +6,7 @@ traces, so a failure there does not hide what the workload showed.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from analytics.startup import java_available
+from consistent import trace
 from consistent.demo.cli import DemoOutcome, analyse, execute, ground_truth
 from consistent.demo.headline import build_headline, failures
 from consistent.demo.session import DemoSettings
@@ -68,6 +70,19 @@ def test_every_path_and_the_lag_sampler_wrote_traces(workload_only: DemoOutcome)
         assert (traces / name).stat().st_size > 0, name
     assert workload_only.workload.lag_rounds > 0
     assert workload_only.workload.dropped_spans == 0
+
+
+def test_the_lag_samples_name_the_replicas_as_the_demo_does(workload_only: DemoOutcome) -> None:
+    names: set[str] = set()
+    for line in (workload_only.workload.traces / "lag.jsonl").read_text().splitlines():
+        for resource in json.loads(line)["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    attributes = {a["key"]: a["value"] for a in span["attributes"]}
+                    named = attributes.get(trace.LAG_REPLICA_NAME, {}).get("stringValue")
+                    if named is not None:
+                        names.add(named)
+    assert names == {"replica1", "replica2", "delayed"}
 
 
 @pytest.fixture(scope="module")

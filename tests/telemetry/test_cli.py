@@ -27,7 +27,7 @@ def test_the_command_is_registered_with_its_options(tmp_path: Path) -> None:
             "--replica",
             "127.0.0.1:3307",
             "--replica",
-            "[::1]:3308",
+            "delayed=[::1]:3308",
             "--primary",
             "127.0.0.1:3306",
             "--flavor",
@@ -42,6 +42,7 @@ def test_the_command_is_registered_with_its_options(tmp_path: Path) -> None:
     )
     assert args.command == "lag-sample"
     assert args.replica == [Endpoint("127.0.0.1", 3307), Endpoint("::1", 3308)]
+    assert [r.label for r in args.replica] == [None, "delayed"]
     assert args.primary == Endpoint("127.0.0.1", 3306)
     assert (args.flavor, args.interval_ms, args.count) == ("mysql", 250, 4)
     assert args.trace_file == tmp_path / "t.jsonl"
@@ -79,7 +80,9 @@ def test_bad_numbers_are_refused(
     assert named in err
 
 
-@pytest.mark.parametrize("address", ["nonsense:abc", "h:0", "h:70000", ":3306", "[::1"])
+@pytest.mark.parametrize(
+    "address", ["nonsense:abc", "h:0", "h:70000", ":3306", "[::1", "=h:3306", "r1=[::1"]
+)
 def test_bad_addresses_are_usage_errors(address: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(["lag-sample", "--replica", address])

@@ -533,3 +533,17 @@ def test_lag_records_join_the_statement_stream() -> None:
 def test_endpoints(text: str, host: str, port: int, name: str) -> None:
     endpoint = Endpoint.parse(text)
     assert (endpoint.host, endpoint.port, endpoint.name) == (host, port, name)
+    assert endpoint.label is None
+    named = Endpoint.parse(f"delayed={text}")
+    assert (named.host, named.port, named.name, named.label) == (host, port, name, "delayed")
+
+
+def test_a_named_replica_is_recorded_under_its_name_beside_host_port() -> None:
+    records: list[SpanRecord] = []
+    named = Endpoint("10.0.0.3", 3307, "delayed")
+    mysql_sampler({EP_B: B, named: C}, records, [0]).sample()
+    b, c = (r.attributes for r in records)
+    assert c[trace.LAG_REPLICA] == "10.0.0.3:3307"
+    assert c[trace.LAG_REPLICA_NAME] == "delayed"
+    assert trace.LAG_REPLICA_NAME not in b
+    assert trace.check_attributes(trace.LAG_SAMPLE_SPAN, c) == ()
