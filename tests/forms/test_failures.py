@@ -6,6 +6,7 @@ The failing replica is a form's only one, so that the read is sure to meet it.""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Final
 
@@ -21,9 +22,10 @@ if TYPE_CHECKING:
     from .sessions import Form
 
 DB_ERRORS: Final = (pymysql.err.MySQLError, sa.exc.DBAPIError)
-#: What a client library reports when the server went away (CR_SERVER_GONE_ERROR,
-#: CR_SERVER_LOST).
-DISCONNECTS: Final = (2006, 2013)
+#: What a client reports when the server went away (CR_SERVER_GONE_ERROR, CR_SERVER_LOST), or
+#: the server's own word that it killed the connection (ER_CONNECTION_KILLED, which the emulator
+#: sends to a connection killed mid-statement); SQLAlchemy takes all three for a disconnect.
+DISCONNECTS: Final = (1927, 2006, 2013)
 #: Seconds added to a stated bound: the machine is shared and slow at times.
 SLACK: Final = 5.0
 
@@ -129,6 +131,56 @@ def test_a_primary_lost_mid_transaction_is_a_disconnect_and_nothing_is_retried(
     assert errno_of(info.value) in DISCONNECTS, info.value
     time.sleep(0.3)  # time for a (wrong) second attempt to land
     assert (count(backend, table, 1), count(backend, table, 2)) == (0, 0)
+
+
+def test_the_session_is_over_once_its_transaction_was_lost(
+    form: Form, backend: Replication, table: str
+) -> None:
+    """Never silently on: the next statements fail too (the wrapper keeps saying why; the
+    proxy closes the client connection; SQLAlchemy wants a rollback before anything else)."""
+    session = form.session()
+    session.begin()
+    session.rows(f"INSERT INTO {table} VALUES (1, 10)")
+    drop_primary_connections(backend)
+    with pytest.raises(DB_ERRORS):
+        session.rows(f"INSERT INTO {table} VALUES (2, 20)")
+    for k in (3, 4):
+        with pytest.raises((*DB_ERRORS, sa.exc.SQLAlchemyError)):
+            session.rows(f"INSERT INTO {table} VALUES (%s, 0)", (k,))
+    assert backend.primary_query(f"SELECT COUNT(*) FROM {table}") == [(0,)]
+
+
+def test_a_write_in_flight_when_the_primary_is_lost_is_never_sent_again(
+    form: Form, backend: Replication, table: str
+) -> None:
+    """The update sleeps a second on the primary; its connection is killed meanwhile, which
+    interrupts it before it changes the row.  Sent again, it would add one."""
+    session = form.session()
+    session.rows(f"INSERT INTO {table} VALUES (1, 0)")
+    statement = f"UPDATE {table} SET v = v + 1 WHERE k = 1 AND SLEEP(1) = 0"
+
+    def kill_it() -> None:
+        for _ in range(90):  # until it runs (or well past the second it sleeps)
+            time.sleep(0.01)
+            running = backend.primary_query(
+                "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE %s",
+                (f"UPDATE {table} SET%",),
+            )
+            for (thread,) in running:
+                backend.primary_query(f"KILL {int(thread)}")
+            if running:
+                return
+
+    killer = threading.Thread(target=kill_it)
+    killer.start()
+    try:
+        with pytest.raises(DB_ERRORS) as info:
+            session.rows(statement)
+    finally:
+        killer.join()
+    assert errno_of(info.value) in DISCONNECTS, info.value
+    time.sleep(1.2)  # a second attempt would have slept its second by now
+    assert backend.primary_query(f"SELECT v FROM {table}") == [(0,)]
 
 
 def test_a_primary_lost_between_statements(form: Form, backend: Replication, table: str) -> None:
