@@ -14,6 +14,8 @@ import pymysql
 import pytest
 import sqlalchemy as sa
 
+from consistent.testing.blackhole import BlackHole
+
 from .sessions import Settings, port_of
 
 if TYPE_CHECKING:
@@ -83,6 +85,23 @@ def test_a_refusing_replica_port_costs_no_read(form: Form, backend: Replication)
     ports = {int(session.rows("SELECT @@port")[0][0]) for _ in range(4)}
     assert port_of(backend.replicas[1]) not in ports
     assert ports <= {port_of(backend.replicas[0]), form.primary_port}
+
+
+def test_a_silent_replica_costs_no_read(
+    form: Form, backend: Replication, table: str, black_hole: BlackHole
+) -> None:
+    """A replica that accepts TCP and never answers (a server frozen before the session
+    connected; on both servers, which the emulator's in-process replicas cannot be)."""
+    form.settings = Settings(replica_read_timeout=1.0, connect_timeout=1.0, monitor_interval=0)
+    form.replicas = [black_hole.name]
+    session = form.session()
+    for k in range(1, 3):
+        session.rows(f"INSERT INTO {table} VALUES (%s, %s)", (k, k))
+        assert session.rows(f"SELECT v, @@port FROM {table} WHERE k = %s", (k,)) == [
+            (k, form.primary_port)
+        ]
+    assert black_hole.accepted >= 1
+    assert not form.knowledge.healthy(black_hole.name)
 
 
 @pytest.mark.parametrize("backend", ["mariadb"], indirect=True)
