@@ -61,6 +61,26 @@ def test_read_latest_sees_a_commit_made_outside_the_middleware(
         backend.resume_all()
 
 
+def test_writes_made_under_eventual_are_owed_once_back_at_read_own_writes(
+    form: Form, backend: Replication, table: str
+) -> None:
+    """``read_own_writes`` is about every write the session committed, whatever the level was
+    when it committed it."""
+    session = form.session(level="eventual")
+    backend.pause_all()
+    timer = None
+    try:
+        session.rows(f"INSERT INTO {table} VALUES (1, 5)")
+        assert session.rows(f"SELECT COUNT(*) FROM {table}") == [(0,)]  # eventual: stale
+        session.set_level("read_own_writes")
+        timer = backend.resume_all_later(0.3)
+        assert [v for v, _ in session.rows(f"SELECT v, @@port FROM {table}")] == [5]
+    finally:
+        if timer is not None:
+            timer.join()
+        backend.resume_all()
+
+
 def test_a_timed_out_wait_falls_back_to_the_primary(
     form: Form, backend: Replication, table: str
 ) -> None:

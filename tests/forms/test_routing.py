@@ -140,3 +140,30 @@ def test_a_write_in_a_read_only_transaction_is_refused(
     assert errno_of(info.value) == 1792
     session.rollback()
     assert backend.primary_query(f"SELECT COUNT(*) FROM {table}") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT v, @@port FROM {table} WHERE k = 1 FOR UPDATE",
+        "SELECT v, @@port FROM {table} WHERE k = 1 LOCK IN SHARE MODE",
+        # A hint chooses among safe routes only: it never sends a locking read to a replica.
+        "/* consistent: replica */ SELECT v, @@port FROM {table} WHERE k = 1 FOR UPDATE",
+    ],
+)
+def test_locking_reads_go_to_the_primary(
+    form: Form, backend: Replication, table: str, sql: str
+) -> None:
+    backend.primary_query(f"INSERT INTO {table} VALUES (1, 5)")
+    backend.catch_up()
+    session = form.session()
+    assert port(session, f"SELECT v, @@port FROM {table}") in form.replica_ports
+    assert session.rows(sql.format(table=table)) == [(5, form.primary_port)]
+
+
+@pytest.mark.parametrize("backend", ["mariadb"], indirect=True)
+def test_get_lock_goes_to_the_primary_and_pins(form: Form) -> None:
+    """MariaDB only: the emulator has no GET_LOCK()."""
+    session = form.session()
+    assert session.rows("SELECT GET_LOCK('forms', 0), @@port") == [(1, form.primary_port)]
+    assert port(session) == form.primary_port
