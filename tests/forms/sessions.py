@@ -36,11 +36,14 @@ import consistent.dbapi as db
 import consistent.sqlalchemy as csa
 from consistent import aio
 from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
-from consistent.testing.replication import Replication
+from consistent.testing.replication import REPLICATION_BACKENDS, Replication
 from proxy.config import parse
 from proxy.testing import ProxyThread
 
 FORMS: Final = ("dbapi", "aio", "sqlalchemy", "proxy")
+#: ``backend`` parameters for a scenario the emulator cannot express (with the ``mariadb``
+#: marker, so that ``-m "not mariadb"`` deselects it).
+MARIADB_ONLY: Final = [p for p in REPLICATION_BACKENDS if p.id == "mariadb"]
 
 registry.register("mysql.consistent", "consistent.sqlalchemy", "ConsistentDialect")
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from consistent.testing.blackhole import BlackHole
 
-from .sessions import Settings, port_of
+from .sessions import MARIADB_ONLY, Settings, port_of
 
 if TYPE_CHECKING:
     from consistent.testing.replication import Replication
@@ -104,7 +104,7 @@ def test_a_silent_replica_costs_no_read(
     assert not form.knowledge.healthy(black_hole.name)
 
 
-@pytest.mark.parametrize("backend", ["mariadb"], indirect=True)
+@pytest.mark.parametrize("backend", MARIADB_ONLY, indirect=True)
 def test_a_frozen_replica_costs_a_read_its_deadline_then_goes_elsewhere(
     form: Form, backend: Replication, table: str
 ) -> None:

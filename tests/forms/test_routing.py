@@ -10,6 +10,8 @@ import pymysql
 import pytest
 import sqlalchemy as sa
 
+from .sessions import MARIADB_ONLY
+
 if TYPE_CHECKING:
     from consistent.testing.replication import Replication
 
@@ -56,7 +58,7 @@ def test_state_a_replica_cannot_have_pins_the_session(
     assert port(form.session()) in form.replica_ports
 
 
-@pytest.mark.parametrize("backend", ["mariadb"], indirect=True)
+@pytest.mark.parametrize("backend", MARIADB_ONLY, indirect=True)
 def test_lock_tables_pins_until_unlock_tables(form: Form, table: str) -> None:
     """MariaDB only: the emulator has no LOCK TABLES."""
     session = form.session()
@@ -161,7 +163,7 @@ def test_locking_reads_go_to_the_primary(
     assert session.rows(sql.format(table=table)) == [(5, form.primary_port)]
 
 
-@pytest.mark.parametrize("backend", ["mariadb"], indirect=True)
+@pytest.mark.parametrize("backend", MARIADB_ONLY, indirect=True)
 def test_get_lock_goes_to_the_primary_and_pins(form: Form) -> None:
     """MariaDB only: the emulator has no GET_LOCK()."""
     session = form.session()
