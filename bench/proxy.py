@@ -19,7 +19,8 @@ the ratios of one round are measured side by side (the machine is shared: compar
 absolute figures).  It prints QPS, the ratios to MariaDB directly and to the uvloop forwarder,
 the median and 95th percentile latency and what each layer adds to them, and each forwarder's
 CPU time per query (the round with the median QPS per target), then the headline: our proxy
-over the uvloop forwarder, the median of the ratios measured within each round.
+over the uvloop forwarder, the median of the ratios measured within each round, primary only and
+with two replicas (every read routed and tracked).
 ``--json PATH`` writes the same figures, per round too, as one JSON object.
 ``--profile`` samples our proxy with py-spy during one more run and prints where the time goes;
 ``--pipeline`` measures a write-then-read loop with the wait pipelined with the read and
@@ -386,10 +387,12 @@ def run(topology: MariaDBTopology, args: argparse.Namespace) -> int:
 
 
 OURS = "our proxy (primary only)"
+#: Reads routed to two replicas and tracked: the same target against the forwarder.
+ROUTED = "our proxy (+2 replicas)"
 VARIANTS: list[tuple[str, bool, dict[str, str]]] = [
     (OURS, False, {}),
     ("  same, EOFs as the client's", False, {"backend_deprecate_eof": "false"}),
-    ("our proxy (+2 replicas)", True, {}),
+    (ROUTED, True, {}),
 ]
 FROM_SOURCE = "  same, from source"
 
@@ -441,9 +444,9 @@ def median_results(rounds: list[dict[str, Result]]) -> dict[str, Result]:
     return merged
 
 
-def ratio(results: dict[str, Result]) -> float | None:
+def ratio(results: dict[str, Result], name: str = OURS) -> float | None:
     ceiling = results.get("uvloop forwarder")
-    ours = results.get(OURS)
+    ours = results.get(name)
     return ours.qps / ceiling.qps if ceiling and ours else None
 
 
@@ -453,10 +456,10 @@ def print_ratio(results: dict[str, Result]) -> None:
         print(f"our proxy / uvloop forwarder: {value:.2f}x (target >= 0.85x)")
 
 
-def paired_ratio(rounds: list[dict[str, Result]]) -> float | None:
+def paired_ratio(rounds: list[dict[str, Result]], name: str = OURS) -> float | None:
     """The median over rounds of the ratio measured within each round (side by side): the
     machine's load moves between rounds, so a round's two figures belong together."""
-    values = [v for v in (ratio(r) for r in rounds) if v is not None]
+    values = [v for v in (ratio(r, name) for r in rounds) if v is not None]
     return statistics.median(values) if values else None
 
 
@@ -466,15 +469,19 @@ def print_summary(rounds: list[dict[str, Result]], results: dict[str, Result]) -
         return
     if len(rounds) == 1:
         print(f"our proxy / uvloop forwarder: {value:.2f}x (target >= 0.85x)")
-        return
-    each = ", ".join(f"{v:.2f}" for v in (ratio(r) for r in rounds) if v is not None)
-    of_medians = ratio(results)
-    print(
-        f"our proxy / uvloop forwarder: {value:.2f}x, the median of {len(rounds)} side-by-side "
-        f"rounds ({each}; target >= 0.85x)"
-    )
-    if of_medians is not None:
-        print(f"  (median QPS of each over the rounds: {of_medians:.2f}x)")
+    else:
+        each = ", ".join(f"{v:.2f}" for v in (ratio(r) for r in rounds) if v is not None)
+        of_medians = ratio(results)
+        print(
+            f"our proxy / uvloop forwarder: {value:.2f}x, the median of {len(rounds)} "
+            f"side-by-side rounds ({each}; target >= 0.85x)"
+        )
+        if of_medians is not None:
+            print(f"  (median QPS of each over the rounds: {of_medians:.2f}x)")
+    routed = paired_ratio(rounds, ROUTED)
+    if routed is not None:
+        each = ", ".join(f"{v:.2f}" for v in (ratio(r, ROUTED) for r in rounds) if v is not None)
+        print(f"with two replicas, routed: {routed:.2f}x ({each}; target >= 0.85x)")
 
 
 def print_table(results: dict[str, Result]) -> None:
@@ -538,6 +545,12 @@ def write_json(
             round(of_medians, 3) if of_medians is not None else None
         ),
         "proxy_vs_uvloop_forwarder_target": 0.85,
+        "routed_proxy_vs_uvloop_forwarder": (
+            round(routed, 3) if (routed := paired_ratio(rounds, ROUTED)) is not None else None
+        ),
+        "routed_proxy_vs_uvloop_forwarder_per_round": [
+            round(v, 3) for v in (ratio(r, ROUTED) for r in rounds) if v is not None
+        ],
         "per_round": [figures(r) for r in rounds],
         "profile_self_share": [{"function": f, "share": round(s, 4)} for f, s in profiled],
     }

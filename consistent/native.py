@@ -45,6 +45,7 @@ COMPILED: Final[tuple[str, ...]] = (
     "consistent.policy.states",
     "consistent.policy.session",
     "proxy.histogram",
+    "proxy.tally",
     "proxy.stream",
     "proxy.relay",
     "proxy.statements",

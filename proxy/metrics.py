@@ -10,8 +10,9 @@ labels and meaning; the collector emits exactly those (plus ``prometheus_client`
 and platform collectors), and the README's table is :func:`metrics_markdown`.
 
 Statements routed, the one count every statement adds to, are counted by each session in its own
-:class:`RoutedTally` (a run of the same target and reason is one integer increment, no
-dictionary); the totals add up the tallies when they are read.  Each proxy has its own
+:class:`~proxy.tally.RoutedTally` (a statement is one lookup by target and one integer
+increment while the target's reason stays the same); the totals add up the tallies when they are
+read.  Each proxy has its own
 ``CollectorRegistry`` (no process-global registry), so several proxies in one process (tests)
 do not mix their numbers.
 """
@@ -38,6 +39,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from proxy.histogram import DURATION_BOUNDS, Histogram
+from proxy.tally import RoutedTally
 
 __all__ = [
     "DURATION_BOUNDS",
@@ -240,60 +242,6 @@ def metrics_markdown() -> str:
         "time, and the Python version (`prometheus_client`'s process and platform collectors) |"
     )
     return "\n".join(lines)
-
-
-class RoutedTally:
-    """One session's routed statements not yet added to its metrics' totals: the current run
-    of one (target, reason), counted in ``count``, and the runs of the other targets the
-    session went to, parked.
-
-    The session's hot path does ``if d.reason is tally.reason and d.target is tally.target:
-    tally.count += 1`` and calls :meth:`switch` otherwise.  Reads that alternate between
-    replicas switch at every statement: a switch parks the current run under its target and
-    resumes the parked run of the new one, which costs no more than that alternation (the
-    totals' keys, whose reasons are enums, are slower to hash)."""
-
-    __slots__ = ("_into", "_parked", "count", "reason", "target")
-
-    def __init__(self, into: collections.Counter[tuple[str, str]]) -> None:
-        self._into = into
-        #: target -> (reason, count) of its last run; never the current run's target.
-        self._parked: dict[str, tuple[str, int]] = {}
-        self.target: str | None = None
-        self.reason: str | None = None
-        self.count = 0
-
-    def switch(self, target: str, reason: str) -> None:
-        """Count one statement for a (target, reason) other than the current run's."""
-        parked = self._parked
-        current = self.target
-        if current is not None and self.reason is not None and self.count:
-            parked[current] = (self.reason, self.count)
-        count = 1
-        run = parked.pop(target, None)
-        if run is not None:
-            if run[0] is reason:
-                count += run[1]
-            else:
-                self._into[(target, run[0])] += run[1]
-        self.target = target
-        self.reason = reason
-        self.count = count
-
-    def flush(self) -> None:
-        """Add the current run and the parked ones to the totals."""
-        into = self._into
-        for key, n in self.pending():
-            into[key] += n
-        self._parked.clear()
-        self.count = 0
-
-    def pending(self) -> list[tuple[tuple[str, str], int]]:
-        """The runs not yet in the totals."""
-        runs = [((target, reason), n) for target, (reason, n) in self._parked.items()]
-        if self.count and self.target is not None and self.reason is not None:
-            runs.append(((self.target, self.reason), self.count))
-        return runs
 
 
 class ProxyMetrics:

@@ -692,11 +692,7 @@ class Session(SlowPath):
                     conn.statement_duration.observe(time.monotonic() - self.command_at)
                 self.statements += 1
                 self._last = d
-                tally = self._tally
-                if d.reason is tally.reason and d.target is tally.target:
-                    tally.count += 1
-                else:
-                    tally.switch(d.target, d.reason)
+                self._tally.add(d.target, d.reason)
             else:
                 self._complete(relay, d)
             post = self._post

@@ -379,11 +379,7 @@ class SessionBase:
     def _account(self, d: Decision) -> None:
         self.statements += 1
         self._last = d
-        tally = self._tally
-        if d.reason is tally.reason and d.target is tally.target:
-            tally.count += 1
-        else:
-            tally.switch(d.target, d.reason)
+        self._tally.add(d.target, d.reason)
 
     @property
     def last_target(self) -> str | None:

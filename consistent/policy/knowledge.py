@@ -37,11 +37,11 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from consistent.gtid import GtidState
-from consistent.policy._fast import frozen_factory
 from consistent.policy.states import covers, merge
 
 __all__ = ["ReplicaKnowledge", "ReplicaView", "process_knowledge"]
@@ -97,7 +97,26 @@ class ReplicaView:
         return self.lag
 
 
-_new_view = frozen_factory(ReplicaView)
+class _Picks:
+    """How often one replica was picked, and the order of its last pick: counters bumped in
+    place, so a pick builds nothing."""
+
+    __slots__ = ("count", "last")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = 0
+
+
+def _probe() -> None:
+    """Defined to tell, at import, whether this module runs compiled (see below)."""
+
+
+#: True when this module runs compiled by mypyc (a compiled function is not a Python
+#: function).  Compiled, bumping a native object's integer field runs no Python code, so no
+#: other thread can run in the middle of it: a pick needs no lock.  From source, ``+=`` is a
+#: read then a write that another thread may interleave with, so picks take the lock.
+_NATIVE_INCREMENTS = not isinstance(_probe, types.FunctionType)
 
 
 class ReplicaKnowledge:
@@ -126,7 +145,11 @@ class ReplicaKnowledge:
         self._ttl = ttl
         self._pick_seq = 0
         self._lock = threading.Lock()
+        # Views without pick counts (those are in ``_picks``), and the empty view of each
+        # replica nothing is known about yet, built once.
         self._views: dict[str, ReplicaView] = {}
+        self._blank: dict[str, ReplicaView] = {}
+        self._picks: dict[str, _Picks] = {}
         # Per primary (by name): (clock reading, state) each time a poll saw its state grow.
         self._histories: dict[str, list[tuple[float, GtidState]]] = {}
 
@@ -145,19 +168,49 @@ class ReplicaKnowledge:
         return self._ttl
 
     def view(self, name: str) -> ReplicaView:
-        """What is known about ``name`` (an empty view for a replica never seen)."""
-        with self._lock:
-            return self._views.get(name) or ReplicaView(name)
+        """What is known about ``name`` (an empty view for a replica never seen), with its
+        pick counts."""
+        view = self._views.get(name) or ReplicaView(name)
+        picks = self._picks.get(name)
+        if picks is None or not picks.count:
+            return view
+        return ReplicaView(
+            view.name,
+            view.executed,
+            view.executed_at,
+            view.lag,
+            view.lag_at,
+            view.failures,
+            view.failed_at,
+            view.unhealthy_until,
+            picks.count,
+            picks.last,
+            view.polled_at,
+        )
 
     def views(self, names: Iterable[str]) -> tuple[ReplicaView, ...]:
-        """Snapshots of several replicas, taken together."""
-        with self._lock:
-            views = self._views
-            return tuple([views.get(n) or ReplicaView(n) for n in names])
+        """Snapshots of several replicas, with their pick counts."""
+        return tuple([self.view(n) for n in names])
+
+    def current(self, name: str) -> ReplicaView:
+        """What is known about ``name`` but its picks (``picks`` and ``last_pick`` are 0:
+        see :meth:`last_pick`); the routing hot path, so it builds nothing."""
+        view = self._views.get(name)
+        if view is not None:
+            return view
+        view = self._blank.get(name)
+        if view is None:
+            view = self._blank.setdefault(name, ReplicaView(name))
+        return view
+
+    def last_pick(self, name: str) -> int:
+        """Order of the last pick of ``name`` among all picks (0: never picked)."""
+        picks = self._picks.get(name)
+        return 0 if picks is None else picks.last
 
     def healthy(self, name: str) -> bool:
         """True unless ``name`` is cooling down after a failure."""
-        return self.view(name).healthy(self._clock())
+        return self.current(name).healthy(self._clock())
 
     def _update(self, name: str, **changes: object) -> ReplicaView:
         # Callers hold the lock.
@@ -310,29 +363,28 @@ class ReplicaKnowledge:
             self._update(name, failures=0, unhealthy_until=None)
 
     def record_pick(self, name: str) -> None:
-        """A statement was routed to ``name``.  (Every read comes here, so the new view is
-        built with the fast factory.)"""
-        with self._lock:
-            v = self._views.get(name) or ReplicaView(name)
-            self._pick_seq += 1
-            self._views[name] = _new_view(
-                name,
-                v.executed,
-                v.executed_at,
-                v.lag,
-                v.lag_at,
-                v.failures,
-                v.failed_at,
-                v.unhealthy_until,
-                v.picks + 1,
-                self._pick_seq,
-                v.polled_at,
-            )
+        """A statement was routed to ``name``.  (Every read comes here: two counters bumped
+        in place, without the lock where that is safe, see ``_NATIVE_INCREMENTS``.)"""
+        picks = self._picks.get(name)
+        if picks is None:
+            picks = self._picks.setdefault(name, _Picks())
+        if _NATIVE_INCREMENTS:
+            self._bump(picks)
+        else:
+            with self._lock:
+                self._bump(picks)
+
+    def _bump(self, picks: _Picks) -> None:
+        seq = self._pick_seq + 1
+        self._pick_seq = seq
+        picks.count += 1
+        picks.last = seq
 
     def forget(self, name: str) -> None:
         """Drop everything known about ``name`` (for example when the server is replaced)."""
         with self._lock:
             self._views.pop(name, None)
+            self._picks.pop(name, None)
 
 
 @functools.cache

@@ -105,23 +105,84 @@ def best_replica(
 ) -> tuple[ReplicaView, bool] | None:
     """The first of :func:`rank_replicas`, and whether it is known to cover ``required``
     (true when nothing is required); ``None`` when no replica is usable.  Routing only needs
-    the best one: this finds it in one pass without sorting, and its coverage without a
-    second check."""
+    the best one: this finds it in one pass without sorting or building keys, and its
+    coverage without a second check.  The view is :meth:`ReplicaKnowledge.current`'s: it
+    does not carry the pick counts."""
     now = knowledge.now()
     ttl = knowledge.ttl
     wanted = required or None
     best: ReplicaView | None = None
-    best_key: tuple[bool, int, int, int, int, str] | None = None
+    # The best one's key of ``_rank_key``, field by field (no tuple per replica).
+    b_uncovered = False
+    b_lag = b_gap = b_pick = b_failures = 0
     # One pass, the filters of ``_usable`` inlined: every read outside a transaction comes here.
-    for v in knowledge.views(replicas):
+    for name in replicas:
+        if exclude and name in exclude:
+            continue
+        v = knowledge.current(name)
         until = v.unhealthy_until
-        if (until is not None and now < until) or v.name in exclude:
+        if until is not None and now < until:
             continue
-        if max_lag is not None and (v.current_lag(now, ttl) or 0.0) > max_lag:
+        lag, lag_at = v.lag, v.lag_at  # ``v.current_lag``, inlined
+        fresh_lag = None if lag is None or lag_at is None or now - lag_at > ttl else lag
+        if max_lag is not None and (fresh_lag or 0.0) > max_lag:
             continue
-        key = _rank_key(v, wanted, now, ttl)
-        if best_key is None or key < best_key:
-            best, best_key = v, key
-    if best is None or best_key is None:
+        executed = v.executed
+        if wanted is None or (executed is not None and covers(executed, wanted)):
+            uncovered, gap = False, 0
+        else:
+            fresh = v.fresh_executed(now, ttl)
+            uncovered, gap = True, 0 if fresh is None else distance(wanted, fresh).bit_length()
+        lag_rank = 0 if fresh_lag is None or fresh_lag < _LAG_FLOOR else lag_class(fresh_lag)
+        pick = knowledge.last_pick(name)
+        failures = v.failures
+        if best is not None and not _before(
+            uncovered=uncovered,
+            lag=lag_rank,
+            gap=gap,
+            pick=pick,
+            failures=failures,
+            name=name,
+            b_uncovered=b_uncovered,
+            b_lag=b_lag,
+            b_gap=b_gap,
+            b_pick=b_pick,
+            b_failures=b_failures,
+            b_name=best.name,
+        ):
+            continue
+        best = v
+        b_uncovered, b_lag, b_gap, b_pick, b_failures = uncovered, lag_rank, gap, pick, failures
+    if best is None:
         return None
-    return best, not best_key[0]
+    return best, not b_uncovered
+
+
+def _before(
+    *,
+    uncovered: bool,
+    lag: int,
+    gap: int,
+    pick: int,
+    failures: int,
+    name: str,
+    b_uncovered: bool,
+    b_lag: int,
+    b_gap: int,
+    b_pick: int,
+    b_failures: int,
+    b_name: str,
+) -> bool:
+    """Whether the first key ranks before the second (``_rank_key``'s order, unpacked so
+    that no tuple is built per replica)."""
+    if uncovered is not b_uncovered:
+        return not uncovered
+    if lag != b_lag:
+        return lag < b_lag
+    if gap != b_gap:
+        return gap < b_gap
+    if pick != b_pick:
+        return pick < b_pick
+    if failures != b_failures:
+        return failures < b_failures
+    return name < b_name

@@ -163,6 +163,8 @@ _HINT_OVERRIDABLE = frozenset(
 )
 _EXECUTE = Action.EXECUTE
 _READ_ALL_WRITES = Level.READ_ALL_WRITES
+_READ_LATEST = Level.READ_LATEST
+_EVENTUAL = Level.EVENTUAL
 _new_sources = frozen_factory(RequiredSources)
 
 
@@ -286,6 +288,10 @@ class SessionPolicy:
         # fast path's last decision (a repeated statement gets it again while nothing changed).
         self._inert: Classification | None = None
         self._last_primary: Decision | None = None
+        # The fast path's last decision on each replica, and the last sources of a
+        # read_all_writes read's required set (both reused while nothing in them changed).
+        self._last_replica: dict[str, Decision] = {}
+        self._sources: RequiredSources | None = None
 
     # ----------------------------------------------------------------- what the session is
 
@@ -472,7 +478,7 @@ class SessionPolicy:
                 elif self._pins:
                     reason, detail = Reason.PINNED, next(iter(self._pins))
                 elif self._replicas:
-                    return self._route_read(_Seed(stmt, self._config.level, sql), fetched=False)
+                    return self._fast_read(stmt, sql)
                 else:
                     reason = Reason.NO_REPLICAS
             elif kind is _K.TRANSACTION_BEGIN:
@@ -517,6 +523,73 @@ class SessionPolicy:
             self._last_primary = last
             return last
         return self._route_general(stmt, sql)
+
+    def _fast_read(self, stmt: Classification, sql: str) -> Decision:
+        """:meth:`_route_read` for a read on :meth:`route`'s fast path (no transaction, no
+        hint, nothing tried yet) that needs no wait: the best replica, and the decision taken
+        there last time when nothing in it changed (decisions are immutable), else a new one.
+        Everything else (read_latest, a wait, no usable replica) goes the general way."""
+        level = self._config.level
+        if level is _READ_LATEST:
+            return self._route_read(_Seed(stmt, level, sql), fetched=False)
+        sources: RequiredSources | None = None
+        if level is _EVENTUAL:
+            required = None
+            found = best_replica(
+                self._knowledge, self._replicas, required=None, max_lag=self._config.max_lag
+            )
+        else:
+            if level is _READ_ALL_WRITES:
+                sources = self._acknowledged_sources()
+            required = self._required
+            found = best_replica(self._knowledge, self._replicas, required=required)
+        if found is None:
+            return self._route_read(_Seed(stmt, level, sql), fetched=False)
+        best, covered = found
+        if required is None:
+            reason = Reason.EVENTUAL
+        elif not required:
+            reason = Reason.NOTHING_REQUIRED
+        elif covered:
+            reason = Reason.KNOWN_COVERED
+        else:
+            return self._route_read(_Seed(stmt, level, sql), fetched=False)
+        name = best.name
+        known = best.executed
+        self._knowledge.record_pick(name)
+        current = self._required
+        last = self._last_replica.get(name)
+        if (
+            last is not None
+            and last.statement is stmt
+            and last.reason is reason
+            and last.required is current
+            and last.known is known
+            and last.sources is sources
+            and last.level is level
+            and last.sql == sql
+        ):
+            return last
+        last = new_decision(
+            _EXECUTE,
+            name,
+            reason,
+            stmt,
+            level,
+            sql,
+            None,
+            current,
+            known,
+            None,
+            None,
+            (),
+            (),
+            None,
+            sources,
+            False,
+        )
+        self._last_replica[name] = last
+        return last
 
     def _route_general(self, stmt: Classification, sql: str) -> Decision:
         """:meth:`route` by every rule, in the order the module docstring gives them."""
@@ -947,17 +1020,35 @@ class SessionPolicy:
     def _with_acknowledged(self, seed: _SeedLike) -> _SeedLike:
         """``seed`` for a read at read_all_writes: everything the process had acknowledged
         until now joins the required set, and the seed records where that set came from."""
-        acknowledged = self._acknowledged.state()
-        if acknowledged is not None and acknowledged is not self._merged_ack:
-            self._merged_ack = acknowledged
-            self._required = merge(self._required, acknowledged) or self._required
-        own = self._own
-        sources = _new_sources(own if own else None, self._seen, acknowledged)
+        sources = self._acknowledged_sources()
         if isinstance(seed, Decision):
             return replace(seed, sources=sources)
         return _Seed(
             seed.statement, seed.level, seed.sql, seed.tried, seed.wait_set, sources, seed.retry
         )
+
+    def _acknowledged_sources(self) -> RequiredSources:
+        """For a read at read_all_writes: everything the process had acknowledged until now
+        joins the required set; returns where that set came from (the same object while none
+        of its parts changed: they are immutable, so identity says it)."""
+        acknowledged = self._acknowledged.state()
+        if acknowledged is not None and acknowledged is not self._merged_ack:
+            self._merged_ack = acknowledged
+            self._required = merge(self._required, acknowledged) or self._required
+        own: GtidState | None = self._own
+        if not own:
+            own = None
+        seen = self._seen
+        last = self._sources
+        if (
+            last is not None
+            and last.own is own
+            and last.seen is seen
+            and last.acknowledged is acknowledged
+        ):
+            return last
+        sources = self._sources = _new_sources(own, seen, acknowledged)
+        return sources
 
     def _least_lagging(
         self, seed: _SeedLike, required: GtidState, lagging: str, timeout: float

@@ -23,11 +23,7 @@ KEYS = [
 
 def count(tally: RoutedTally, key: tuple[str, str]) -> None:
     """What a session does per statement (``SessionBase._account``)."""
-    target, reason = key
-    if reason is tally.reason and target is tally.target:
-        tally.count += 1
-    else:
-        tally.switch(target, reason)
+    tally.add(*key)
 
 
 @given(
@@ -61,9 +57,9 @@ def test_the_exposition_shows_live_counts_labelled_by_address_and_role() -> None
         )
     )
     tally = metrics.tally()
-    tally.switch("primary", "no_replicas")
-    tally.count += 2  # two more of the same run
-    tally.switch("10.0.0.2:3306", "known_covered")
+    for _ in range(3):
+        tally.add("primary", "no_replicas")
+    tally.add("10.0.0.2:3306", "known_covered")
     text = metrics.render().decode()
     assert (
         'consistent_proxy_statements_total{backend="10.0.0.1:3306",reason="no_replicas",'

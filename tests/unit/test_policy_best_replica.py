@@ -73,5 +73,7 @@ def test_best_replica_is_the_first_ranked_with_its_coverage(
         return
     assert found is not None
     best, covered = found
-    assert best == ranked[0]
+    # The same replica, as known now (the hot path's view leaves the pick counts out).
+    assert best.name == ranked[0].name
+    assert best == knowledge.current(best.name)
     assert covered == (wanted is None or covers(best.executed, wanted))
