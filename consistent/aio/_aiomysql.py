@@ -123,6 +123,8 @@ OkObserver = Any  # Callable[[int, bytes], None]; Any keeps the attribute cheap 
 
 _BASE_READ_QUERY_RESULT: Final = aiomysql.connection.Connection._read_query_result
 _SEQUENCES: Final = (tuple, list, set, frozenset)
+# A tuple, not ``bytes | bytearray``: that expression builds a union object at every call.
+_BINARY: Final = (bytes, bytearray)
 
 
 class TrackingConnection(aiomysql.connection.Connection):  # type: ignore[misc]
@@ -179,7 +181,7 @@ class TrackingConnection(aiomysql.connection.Connection):  # type: ignore[misc]
         parenthesised list of its escaped items."""
         if isinstance(obj, str):
             return f"'{self.escape_string(obj)}'"
-        if isinstance(obj, bytes | bytearray):
+        if isinstance(obj, _BINARY):
             return f"X'{obj.hex()}'"
         # ``type(...) in``, not ``isinstance``: a struct_time is a tuple subclass, not a list.
         if type(obj) in _SEQUENCES:

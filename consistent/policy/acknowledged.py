@@ -14,9 +14,11 @@ arrive out of order (two sessions committing at once) never lower it.  It is sha
 (the DB-API wrapper's connections, SQLAlchemy's pool) and locked accordingly.
 
 The wrapper hands over the tracker's raw text as each OK packet arrives (:meth:`note`), since
-parsing is the largest part of what it adds to a write; texts are parsed when a read needs the
-state, or in batches.  The proxy, which parses OK packets anyway, hands over states
-(:meth:`add`).
+parsing is the largest part of what it adds to a write.  MariaDB's ``last_gtid`` is one plain
+``domain-server-seq``: only the highest per domain matters, so :meth:`note` keeps that one, by
+number, as the merge would (three ``int()``, no GTID objects).  Other texts (MySQL's, or MariaDB
+text of any other shape) are parsed when a read needs the state, or in batches.  The proxy,
+which parses OK packets anyway, hands over states (:meth:`add`).
 
 A state learnt here stays true for as long as the primary at that address keeps its GTID
 history.  A primary replaced by one whose history went backwards (a server rebuilt from
@@ -30,13 +32,15 @@ import threading
 from typing import Final
 
 from consistent.errors import MalformedGtid, MalformedGtidSet
-from consistent.gtid import GtidState
+from consistent.gtid import GtidState, MariaGtid, MariaPosition
 from consistent.policy.states import FlavorName, merge, parse_state, parse_tracked
 
 __all__ = ["TEXT_BATCH", "AcknowledgedWrites", "process_acknowledged"]
 
 #: Raw texts kept before they are parsed anyway (bounds memory when nothing reads the state).
 TEXT_BATCH: Final = 256
+_U32_MAX: Final = 2**32 - 1
+_U64_MAX: Final = 2**64 - 1
 
 
 class AcknowledgedWrites:
@@ -47,6 +51,8 @@ class AcknowledgedWrites:
         self._state: GtidState | None = None
         self._texts: list[str] = []
         self._text_flavor: FlavorName = "mysql"
+        # MariaDB GTIDs noted since the last parse: the highest (seq_no, server_id) per domain.
+        self._tops: dict[int, tuple[int, int]] = {}
 
     def add(self, state: GtidState) -> None:
         """The primary reported ``state`` in an OK packet (of any session)."""
@@ -57,23 +63,31 @@ class AcknowledgedWrites:
 
     def note(self, text: str, flavor: FlavorName) -> None:
         """An OK packet's raw GTID text in ``flavor``'s syntax, parsed when the state is next
-        read (or once :data:`TEXT_BATCH` texts are waiting)."""
+        read (or once :data:`TEXT_BATCH` texts are waiting).  A MariaDB GTID only replaces a
+        lower one of its domain noted since."""
+        gtid = _plain_maria_gtid(text) if flavor == "mariadb" else None
         with self._lock:
-            texts = self._texts
-            texts.append(text)
             self._text_flavor = flavor
-            if len(texts) >= TEXT_BATCH:
+            if gtid is None:
+                self._texts.append(text)
+            else:
+                domain, seq_no, server_id = gtid
+                tops = self._tops
+                top = tops.get(domain)
+                if top is None or seq_no > top[0] or (seq_no == top[0] and server_id > top[1]):
+                    tops[domain] = (seq_no, server_id)
+            if len(self._texts) + len(self._tops) >= TEXT_BATCH:
                 self._parse_texts()
 
     def state(self) -> GtidState | None:
         """Everything acknowledged so far (``None`` before the first write).  The object is
         immutable; a new one replaces it when something new is acknowledged."""
-        if not self._texts:
-            # Nothing waits to be parsed: the last state is the answer (reading one attribute
+        if not self._texts and not self._tops:
+            # Nothing waits to be parsed: the last state is the answer (reading attributes
             # needs no lock, and a text noted from now on belongs to a later read).
             return self._state
         with self._lock:
-            if self._texts:
+            if self._texts or self._tops:
                 self._parse_texts()
             return self._state
 
@@ -83,6 +97,7 @@ class AcknowledgedWrites:
         with self._lock:
             self._state = None
             self._texts = []
+            self._tops = {}
 
     def _parse_texts(self) -> None:
         # Callers hold the lock.  MySQL texts are parsed together (one set, one parse);
@@ -94,13 +109,39 @@ class AcknowledgedWrites:
         texts = self._texts
         flavor = self._text_flavor
         state = self._state
-        if flavor == "mysql":
+        tops = self._tops
+        if tops:
+            position = MariaPosition(
+                [
+                    MariaGtid(domain, server_id, seq_no)
+                    for domain, (seq_no, server_id) in tops.items()
+                ]
+            )
+            state = merge(state, position)
+        if texts and flavor == "mysql":
             state = merge(state, _parsed(",".join(texts), flavor))
         else:
             for text in texts:
                 state = merge(state, _parsed(text, flavor))
         self._state = state
         self._texts = []
+        self._tops = {}
+
+
+def _plain_maria_gtid(text: str) -> tuple[int, int, int] | None:
+    """``(domain, seq_no, server_id)`` of a plain ``domain-server-seq`` text, the shape of
+    MariaDB's ``last_gtid`` (ASCII digits, numbers in range); ``None`` for anything else,
+    which the general parser then judges."""
+    parts = text.split("-")
+    if len(parts) != 3 or not text.isascii():
+        return None
+    domain, server_id, seq_no = parts
+    if not (domain.isdigit() and server_id.isdigit() and seq_no.isdigit()):
+        return None
+    d, s, n = int(domain), int(server_id), int(seq_no)
+    if d > _U32_MAX or s > _U32_MAX or n > _U64_MAX:
+        return None
+    return d, n, s
 
 
 def _parsed(text: str, flavor: FlavorName) -> GtidState | None:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from consistent import aio
-from consistent.aio.deadline import Watchdog
+from consistent.aio.deadline import Sentry, Watchdog
 
 from .conftest import AsyncBackend, run
 
@@ -56,6 +56,32 @@ def test_the_watchdog_leaves_a_cancellation_of_the_task_alone() -> None:
         watchdog.close()
 
     asyncio.run(body())
+
+
+def test_an_earlier_deadline_wakes_the_sentry_and_its_thread_ends_with_the_last_watchdog() -> None:
+    sentry = Sentry()
+
+    async def body() -> list[str]:
+        slow, fast = Watchdog(sentry), Watchdog(sentry)
+        outcomes = [await _round_trip(fast, 30.0, 0.01)]  # both are known to the sentry...
+        # ...which sleeps until the slow round trip's deadline, 30 s away...
+        long_trip = asyncio.ensure_future(_round_trip(slow, 30.0, 0.5))
+        await asyncio.sleep(0.05)
+        # ...until a deadline comes earlier, on the other connection.
+        outcomes.append(await _round_trip(fast, 0.1, 5.0))
+        outcomes.append(await long_trip)
+        fast.close()
+        # Closed, then used again (a link reconnects): it joins the sentry again.
+        outcomes.append(await _round_trip(fast, 0.1, 5.0))
+        slow.close()
+        fast.close()
+        return outcomes
+
+    assert asyncio.run(body()) == ["done", "missed", "done", "missed"]
+    thread = sentry._thread
+    if thread is not None:
+        thread.join(10.0)
+        assert not thread.is_alive()  # no watchdog left: the thread is gone
 
 
 @pytest.mark.mariadb

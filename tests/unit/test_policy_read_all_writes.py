@@ -4,6 +4,7 @@ driven without any server, the way the DB-API wrapper and the proxy drive the po
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consistent.classify import classify
+from consistent.errors import MalformedGtidSet
 from consistent.gtid import GtidSet, GtidState, MariaPosition
 from consistent.policy import (
     PRIMARY,
@@ -30,7 +32,7 @@ from consistent.policy import (
     process_acknowledged,
 )
 from consistent.policy.acknowledged import TEXT_BATCH
-from consistent.policy.states import FlavorName, covers
+from consistent.policy.states import FlavorName, covers, merge
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 R1 = "10.0.0.2:3306"
@@ -179,16 +181,83 @@ def test_texts_are_parsed_when_read_or_in_batches() -> None:
     shared = AcknowledgedWrites()
     assert shared.state() is None
     for n in range(1, TEXT_BATCH):
-        shared.note(f"0-1-{n}", "mariadb")
+        shared.note(f"{A}:{n}", "mysql")
     assert shared._texts  # nothing parsed yet
-    shared.note(f"0-1-{TEXT_BATCH}", "mariadb")
+    shared.note(f"{A}:{TEXT_BATCH}", "mysql")
     assert not shared._texts  # a full batch is parsed at once
-    assert shared.state() == mp(f"0-1-{TEXT_BATCH}")
+    assert shared.state() == gs(f"{A}:1-{TEXT_BATCH}")
     batch = AcknowledgedWrites()
     batch.note(f"{A}:1", "mysql")
     batch.note("not a gtid", "mysql")
     batch.note(f"{A}:2", "mysql")
     assert batch.state() == gs(f"{A}:1-2")  # a bad text does not lose the others
+
+
+def test_mariadb_gtids_keep_one_per_domain_until_read() -> None:
+    shared = AcknowledgedWrites()
+    for n in range(1, 3 * TEXT_BATCH):
+        shared.note(f"0-1-{n}", "mariadb")
+        shared.note(f"5-2-{n // 2}", "mariadb")
+    assert len(shared._tops) == 2  # the highest per domain waits, nothing else
+    assert not shared._texts
+    assert shared.state() == mp(f"0-1-{3 * TEXT_BATCH - 1},5-2-{(3 * TEXT_BATCH - 1) // 2}")
+    many = AcknowledgedWrites()
+    for domain in range(TEXT_BATCH):
+        many.note(f"{domain}-1-1", "mariadb")
+    assert not many._tops  # as many domains as a batch: parsed at once
+    assert many.state() == MariaPosition.parse(",".join(f"{d}-1-1" for d in range(TEXT_BATCH)))
+
+
+def test_mariadb_gtids_noted_out_of_order_keep_the_highest_by_number() -> None:
+    shared = AcknowledgedWrites()
+    for text in ("0-1-10", "0-1-9", "0-1-100", "0-1-99", "1-7-5", "1-3-5", "1-9-4"):
+        shared.note(text, "mariadb")
+    # 100 > 99 as numbers (not as text); a tie on seq_no goes to the higher server_id
+    assert shared.state() == mp("0-1-100,1-7-5")
+    shared.note("0-2-100", "mariadb")
+    shared.note("0-1-50", "mariadb")
+    assert shared.state() == mp("0-2-100,1-7-5")
+
+
+def test_mariadb_texts_of_another_shape_go_through_the_parser() -> None:
+    shared = AcknowledgedWrites()
+    shared.note("0-1-5,1-1-7", "mariadb")  # several domains: a valid position
+    shared.note("0-1-x", "mariadb")  # not a GTID: dropped, the others kept
+    shared.note(f"0-1-{2**64}", "mariadb")  # seq_no out of range: rejected, as the parser does
+    shared.note(f"{2**32}-1-1", "mariadb")
+    shared.note("0-1-\N{SUPERSCRIPT TWO}", "mariadb")  # a digit, but not an ASCII one
+    shared.note("2-1-3", "mariadb")
+    assert shared.state() == mp("0-1-5,1-1-7,2-1-3")
+
+
+maria_texts = st.lists(
+    st.builds(
+        "{}-{}-{}".format,
+        st.integers(0, 3),
+        st.integers(0, 3) | st.just(2**32 - 1),
+        st.integers(0, 40) | st.just(2**64 - 1),
+    )
+    | st.sampled_from(["0-1-x", "", f"0-1-{2**64}", "1-2-3,2-2-2", " 0-1-7", "0-01-007"]),
+    max_size=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(maria_texts, st.integers(1, 30))
+def test_noting_mariadb_texts_gives_the_merge_of_those_that_parse(
+    texts: list[str], read_every: int
+) -> None:
+    """What :meth:`AcknowledgedWrites.note` keeps per domain is what merging the parsed texts
+    gives, whenever the state is read in between."""
+    shared = AcknowledgedWrites()
+    expected: GtidState | None = None
+    for i, text in enumerate(texts, 1):
+        shared.note(text, "mariadb")
+        with contextlib.suppress(MalformedGtidSet):  # a text that does not parse is dropped
+            expected = merge(expected, mp(text))
+        if i % read_every == 0:
+            assert shared.state() == expected
+    assert shared.state() == expected
 
 
 def test_the_state_is_safe_to_share_between_threads() -> None:
