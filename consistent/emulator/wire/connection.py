@@ -249,8 +249,13 @@ class Connection:
         # mysqld fixes max_allowed_packet for a session when it connects.
         max_packet = self._limit("max_allowed_packet", config.max_allowed_packet)
         self.stream.max_payload = int(max_packet)
+        idle_raw: object = None  # the session's wait_timeout that ``idle`` was computed from
+        idle = config.wait_timeout
         while not self.closing:
-            idle = self._limit("wait_timeout", config.wait_timeout)
+            raw = self.session.vars.get("wait_timeout")
+            if raw is None or raw != idle_raw:
+                idle_raw = raw
+                idle = self._limit("wait_timeout", config.wait_timeout)
             try:
                 payload = await self.stream.read_command(idle)
             except TimeoutError:
