@@ -35,6 +35,7 @@ venv: $(DEV_STAMP)
 # (consistent/native.py lists the modules); rebuilt whenever one of their packages' sources
 # changes.  `make clean-native` runs everything from source.
 $(NATIVE): $(DEMO_STAMP) $(wildcard proxy/*.py consistent/policy/*.py) consistent/native.py \
+		$(wildcard consistent/emulator/*.py consistent/emulator/sql/*.py consistent/emulator/wire/*.py) \
 		scripts/compile.py
 	@bash scripts/ensure-system-packages.sh --compiler
 	$(PY) scripts/compile.py

@@ -1,7 +1,8 @@
 """The modules compiled to C extensions with mypyc, and the check that each matches its source.
 
 The per-statement path (the routing policy; the proxy's framing, response relay and command
-handling) is ordinary typed Python; ``make`` compiles it with mypyc (``scripts/compile.py``)
+handling; the emulator's wire front-end, lexer, statement caches, SELECT and INSERT plans and
+sessions) is ordinary typed Python; ``make`` compiles it with mypyc (``scripts/compile.py``)
 into C extensions that CPython imports in place of the ``.py`` files beside them.  Nothing else
 changes: the same source runs interpreted when no compiled module is there, as after
 ``make clean-native`` or on a machine without a C compiler.
@@ -56,6 +57,18 @@ COMPILED: Final[tuple[str, ...]] = (
     "proxy.slowpath",
     "proxy.session",
     "proxy.server",
+    "consistent.emulator.results",
+    "consistent.emulator.tracker",
+    "consistent.emulator.sql.lexer",
+    "consistent.emulator.sql.shapes",
+    "consistent.emulator.sql.stmtcache",
+    "consistent.emulator.sql.query",
+    "consistent.emulator.sql.insert",
+    "consistent.emulator.statements",
+    "consistent.emulator.session",
+    "consistent.emulator.wire.stream",
+    "consistent.emulator.wire.encode",
+    "consistent.emulator.wire.connection",
 )
 
 #: The compiled modules' groups, by package: mypyc puts a group's shared code in one library,
@@ -63,6 +76,7 @@ COMPILED: Final[tuple[str, ...]] = (
 GROUPS: Final[dict[str, str]] = {
     "consistent.policy": "consistent.policy._native",
     "proxy": "proxy._native",
+    "consistent.emulator": "consistent.emulator._native",
 }
 _ROOT: Final = Path(__file__).resolve().parents[1]
 

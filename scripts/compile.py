@@ -1,4 +1,4 @@
-"""Compile the per-statement path (routing policy, proxy) with mypyc, next to the sources.
+"""Compile the per-statement path (routing policy, proxy, emulator) with mypyc, next to the sources.
 
     python scripts/compile.py           # build every module of consistent.native.COMPILED
     python scripts/compile.py --clean   # remove the compiled modules (run from source again)

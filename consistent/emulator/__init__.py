@@ -52,14 +52,18 @@ on 127.0.0.1; ``await start_topology_async(spec, clock=VirtualClock(), serve=Fal
 
 from __future__ import annotations
 
-from consistent.emulator.binlog import (
+from consistent.native import require_fresh
+
+require_fresh(__name__)  # before any module of this package, compiled or not, is imported
+
+from consistent.emulator.binlog import (  # noqa: E402
     UNDEFINED_COMMIT_TIMESTAMP,
     BinaryLog,
     BinlogFile,
     BinlogStatement,
     BinlogTransaction,
 )
-from consistent.emulator.config import (
+from consistent.emulator.config import (  # noqa: E402
     VERSION_57,
     VERSION_80,
     VERSION_84,
@@ -68,11 +72,11 @@ from consistent.emulator.config import (
     GtidMode,
     ServerConfig,
 )
-from consistent.emulator.errors import ER, SqlError
-from consistent.emulator.gtid_state import GtidNext, GtidNextType, GtidState
+from consistent.emulator.errors import ER, SqlError  # noqa: E402
+from consistent.emulator.gtid_state import GtidNext, GtidNextType, GtidState  # noqa: E402
 
 # Replication builds on everything above, so it is imported last.
-from consistent.emulator.replication import (
+from consistent.emulator.replication import (  # noqa: E402
     ChannelSpec,
     LagModel,
     ServerSpec,
@@ -81,14 +85,14 @@ from consistent.emulator.replication import (
     VirtualClock,
     run_virtual,
 )
-from consistent.emulator.replication.threaded import (
+from consistent.emulator.replication.threaded import (  # noqa: E402
     TopologyThread,
     start_topology,
     start_topology_async,
 )
-from consistent.emulator.results import Column, Outcome, PreparedStatement, ResultSet
-from consistent.emulator.server import DEFAULT_CLIENT_CAPABILITIES, EmulatedServer
-from consistent.emulator.session import Session
+from consistent.emulator.results import Column, Outcome, PreparedStatement, ResultSet  # noqa: E402
+from consistent.emulator.server import DEFAULT_CLIENT_CAPABILITIES, EmulatedServer  # noqa: E402
+from consistent.emulator.session import Session  # noqa: E402
 
 __all__ = [
     "DEFAULT_CLIENT_CAPABILITIES",

@@ -23,8 +23,23 @@ __all__ = [
     "bigint_column",
     "double_column",
     "null_column",
+    "server_status",
     "text_column",
 ]
+
+_STATUSES: dict[int, ServerStatus] = {}
+
+
+def server_status(bits: int) -> ServerStatus:
+    """``ServerStatus(bits)``, remembered: building a flag value costs microseconds, and a
+    server answers with the same few status words again and again."""
+    status = _STATUSES.get(bits)
+    if status is None:
+        status = ServerStatus(bits)
+        if len(_STATUSES) < 4096:
+            _STATUSES[bits] = status
+    return status
+
 
 #: Bytes per character of utf8mb4, used for the ``length`` of text columns as mysqld reports it.
 UTF8MB4_MAXLEN = 4

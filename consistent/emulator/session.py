@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from consistent.emulator import gtid_table, gtid_waits, prepared, sysvars
+from consistent.emulator import gtid_table, gtid_waits, outcomes, prepared, sysvars
 from consistent.emulator import statements as dispatch
 from consistent.emulator.binlog import (
     UNDEFINED_COMMIT_TIMESTAMP,
@@ -40,6 +40,7 @@ from consistent.emulator.results import (
     PreparedStatement,
     StmtResult,
     Warning_,
+    server_status,
 )
 from consistent.emulator.sql import functions, infoschema
 from consistent.emulator.sql.catalog import TableDef
@@ -582,7 +583,7 @@ class Session:
 
     def status(self) -> ServerStatus:
         """The server status word of the next response."""
-        return ServerStatus(self._status_bits())
+        return server_status(self._status_bits())
 
     def _status_bits(self) -> int:
         status = _AUTOCOMMIT if self.autocommit else 0
@@ -611,7 +612,7 @@ class Session:
             result=res.result,
             affected_rows=res.affected_rows,
             last_insert_id=res.last_insert_id,
-            status=ServerStatus(status),
+            status=server_status(status),
             warnings=min(len(self.warnings), 65535),
             info=res.info,
             session_state=blocks,
@@ -626,20 +627,14 @@ class Session:
         if self.closed or self.killed:
             raise sql_error(ER.CONNECTION_KILLED)
 
-    async def query(self, sql: str) -> AsyncIterator[Outcome]:
+    def query(self, sql: str) -> AsyncIterator[Outcome]:
         """Run a (multi-statement) query; one Outcome per statement.
 
         Raises :class:`SqlError` at the failing statement, after yielding the earlier ones.
         The steps are :meth:`begin_query`, :meth:`answer` per statement and
         :meth:`end_query`, which a front-end may also call itself.
         """
-        statements = self.begin_query(sql)
-        try:
-            last = len(statements) - 1
-            for index, statement in enumerate(statements):
-                yield await self.answer(statement, more=index < last)
-        finally:
-            await self.end_query()
+        return outcomes.query_outcomes(self, sql)
 
     async def query_all(self, sql: str) -> list[Outcome]:
         """Every Outcome of :meth:`query` as a list (tests, tools, replication appliers)."""

@@ -91,6 +91,42 @@ def test_a_template_puts_values_back_and_refuses_changed_sentinels() -> None:
     assert SqlTemplate.build(generated, ("i", "i")) is None  # the string came out as a number
 
 
+def test_a_template_binds_integers_and_strings_and_keeps_the_rest_inline() -> None:
+    s = shape("SELECT v FROM t WHERE k = 7 AND s = 'ab' AND d < 1.50")
+    generated = parse_mysql(s.template).sql(dialect="sqlite")
+    template = SqlTemplate.build(generated, s.kinds)
+    assert template is not None
+    assert template.bind(s) == ("SELECT v FROM t WHERE k = ? AND s = ? AND d < 1.50", (7, "ab"))
+    other = shape("SELECT v FROM t WHERE k = 8 AND s = 'cd' AND d < 1.50")
+    assert template.bind(other) == (template.bind(s)[0], (8, "cd"))  # one text to prepare
+
+
+@pytest.mark.parametrize(
+    ("sql", "text", "params"),
+    [
+        (
+            "SELECT 'x 918273645100000' FROM t WHERE k = 918273645100001",
+            "SELECT 'x 5' FROM t WHERE k = ?",
+            (6,),
+        ),
+        (
+            "SELECT v FROM t WHERE s = 'what?' AND k = 918273645100001",
+            "SELECT v FROM t WHERE s = 'what?' AND k = 6",
+            (),
+        ),
+        ("SELECT v FROM t WHERE k = a918273645100001", "SELECT v FROM t WHERE k = a6", ()),
+    ],
+)
+def test_values_inside_quotes_glued_or_beside_parameters_stay_inline(
+    sql: str, text: str, params: tuple[object, ...]
+) -> None:
+    s = shape("SELECT v FROM t WHERE k = 5 AND j = 6")
+    template = SqlTemplate.build(sql, s.kinds)
+    assert template is not None
+    assert template.bind(s) == (text, params)
+    assert template.render(s) == text.replace("?", "6") if params else text
+
+
 # --- the tree cache gives the tree sqlglot parses ------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import consistent.emulator
 import proxy
 from consistent.native import (
     COMPILED,
@@ -97,3 +98,11 @@ def test_every_proxy_module_imports_compiled_or_not() -> None:
     for name in names:
         if name != "proxy.__main__":
             importlib.import_module(name)
+
+
+def test_every_emulator_module_imports_compiled_or_not() -> None:
+    package = consistent.emulator
+    names = [info.name for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    assert {n for n in COMPILED if n.startswith("consistent.emulator.")} <= set(names)
+    for name in names:
+        importlib.import_module(name)

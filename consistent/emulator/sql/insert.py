@@ -79,6 +79,7 @@ class _InsertSql:
     sql: str
     generated: str
     single_row: bool
+    params: tuple[object, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +162,8 @@ async def run_insert(session: Session, statement: Statement) -> StmtResult:
                 except NotReplayable:
                     return None
 
-            done = _InsertSql(plan.sql.render(shape), plan.generated, plan.single_row)
+            sql, params = plan.sql.bind(shape)
+            done = _InsertSql(sql, plan.generated, plan.single_row, params)
             return _run_insert(
                 session, statement, plan.table, columns=list(plan.columns), done=done, rows=rows
             )
@@ -238,7 +240,7 @@ def _run_insert(
         listed_columns=frozenset(c.lower() for c in columns),
         operation="insert",
     )
-    cursor = session.execute_sql(done.sql, ctx=ctx)
+    cursor = session.execute_sql(done.sql, done.params, ctx=ctx)
     count = max(cursor.rowcount, 0)
     last_id = 0
     auto = table.auto_column

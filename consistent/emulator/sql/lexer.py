@@ -115,8 +115,6 @@ _TOKEN_RE: Final = re.compile(
 )
 
 _SPACE_RE: Final = re.compile(r"\s*")
-#: Text that may stand outside every token (comments, the end of a version comment).
-_COMMENT_MARKS: Final = ("--", "#", "/*", "*/")
 
 _KIND_BY_GROUP: Final = {
     "string": Tok.STRING,
@@ -128,6 +126,10 @@ _KIND_BY_GROUP: Final = {
     "semi": Tok.SEMI,
     "op": Tok.OP,
 }
+
+
+#: ``Token(kind, text, start, end)`` without the named tuple's Python-level ``__new__``.
+_new_token: Final = tuple.__new__
 
 
 def tokenize(text: str) -> list[Token]:
@@ -164,7 +166,7 @@ def tokenize(text: str) -> list[Token]:
             else:
                 open_versions -= 1
         elif group != "comment" and group is not None:
-            tokens.append(Token(_KIND_BY_GROUP[group], text[pos:end], pos, end))
+            tokens.append(_new_token(Token, (_KIND_BY_GROUP[group], text[pos:end], pos, end)))
         pos = end
     return tokens
 
@@ -219,10 +221,16 @@ def split_statements(text: str) -> list[Statement]:
     return statements
 
 
+def _has_comment_mark(body: str) -> bool:
+    """Whether ``body`` holds text that may stand outside every token (a comment, the end of
+    a version comment)."""
+    return "--" in body or "#" in body or "/*" in body or "*/" in body
+
+
 def _clean(body: str, tokens: tuple[Token, ...]) -> str:
     """The statement with comments removed (version comments opened), keeping token offsets:
     every character outside a token becomes a space."""
-    if body.isprintable() and not any(mark in body for mark in _COMMENT_MARKS):
+    if body.isprintable() and not _has_comment_mark(body):
         return body.strip()  # no comment, no whitespace but spaces: nothing to blank out
     parts: list[str] = []
     position = 0

@@ -232,7 +232,8 @@ async def run_select(session: Session, statement: Statement) -> StmtResult:
         plan = cache.plan(_PLAN, shape)
         if isinstance(plan, _SelectPlan) and replay(session, plan.calls, plan.variables):
             await _open_read(session, list(plan.tables), plan.locking)
-            cursor = session.execute_sql(plan.sql.render(shape))
+            sql, params = plan.sql.bind(shape)
+            cursor = session.execute_sql(sql, params)
             return _plan_result(session, plan, cursor, statement)
     tree = cache.parse(statement.text, shape)
     if tree.args.get("into") is not None:

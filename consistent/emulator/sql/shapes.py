@@ -209,10 +209,18 @@ def shape_of(text: str, tokens: tuple[Token, ...]) -> Shape | None:
 
 @dataclass(frozen=True, slots=True)
 class SqlTemplate:
-    """SQL text with holes where slot values go: ``parts[0] v[slots[0]] parts[1] …``."""
+    """SQL text with holes where slot values go: ``parts[0] v[slots[0]] parts[1] …``.
+
+    ``bound`` says, per hole, whether :meth:`bind` passes its value as a parameter: integers
+    and plain strings standing alone outside any quoted text, in SQL without parameters of
+    its own.  Their SQLite text is then the same for every statement of the shape, so SQLite
+    prepares it once (its statement cache is keyed by text); a bound integer or string
+    compares, converts and is stored exactly as the same literal would be.
+    """
 
     parts: tuple[str, ...]
     slots: tuple[int, ...]
+    bound: tuple[bool, ...] = ()
 
     @classmethod
     def build(cls, sql: str, kinds: tuple[str, ...]) -> SqlTemplate | None:
@@ -232,7 +240,7 @@ class SqlTemplate:
             slots.append(slot)
             position = match.end()
         parts.append(sql[position:])
-        return cls(tuple(parts), tuple(slots))
+        return cls(tuple(parts), tuple(slots), _bindable(parts, slots, kinds))
 
     def render(self, shape: Shape) -> str:
         """The SQL text for a statement of the shape the template was built for."""
@@ -245,3 +253,45 @@ class SqlTemplate:
             out.append(render_literal(kinds[slot], values[slot]))
             out.append(parts[number + 1])
         return "".join(out)
+
+    def bind(self, shape: Shape) -> tuple[str, tuple[object, ...]]:
+        """The SQL text and parameters for a statement of the shape: :meth:`render`, with
+        the values of the ``bound`` holes passed as parameters."""
+        parts = self.parts
+        if not self.slots:
+            return parts[0], ()
+        values, kinds, bound = shape.values, shape.kinds, self.bound
+        out = [parts[0]]
+        params: list[object] = []
+        for number, slot in enumerate(self.slots):
+            kind = kinds[slot]
+            if bound and bound[number]:
+                out.append("?")
+                params.append(int(values[slot]) if kind == INT else values[slot])
+            else:
+                out.append(render_literal(kind, values[slot]))
+            out.append(parts[number + 1])
+        return "".join(out), tuple(params)
+
+
+_GLUED: Final = re.compile(r"[0-9A-Za-z_$.]")
+
+
+def _bindable(parts: list[str], slots: list[int], kinds: tuple[str, ...]) -> tuple[bool, ...]:
+    """Which holes of a template :meth:`SqlTemplate.bind` may pass as parameters."""
+    if any("?" in part for part in parts):  # parameters of its own: keep every value inline
+        return (False,) * len(slots)
+    bound: list[bool] = []
+    single = double = 0  # quotes before the hole: an odd count means inside quoted text
+    for number, slot in enumerate(slots):
+        before, after = parts[number], parts[number + 1]
+        single += before.count("'")
+        double += before.count('"')
+        bound.append(
+            kinds[slot] in (INT, STRING)
+            and single % 2 == 0
+            and double % 2 == 0
+            and not (before and _GLUED.fullmatch(before[-1]))
+            and not (after and _GLUED.fullmatch(after[0]))
+        )
+    return tuple(bound)

@@ -62,6 +62,7 @@ from consistent.protocol.responses import ErrPacket, build_err
 if TYPE_CHECKING:
     from consistent.emulator.server import EmulatedServer
     from consistent.emulator.session import Session
+    from consistent.emulator.sql.lexer import Statement
 
 __all__ = ["Connection", "ConnectionHost"]
 
@@ -147,6 +148,16 @@ class Connection:
         The session is closed and the socket closed in every case; a cancellation (server
         shutdown) closes them too and is re-raised.
         """
+        # Not try/finally: compiled with mypyc, a ``finally`` that waits re-raised the error
+        # that an ``except`` clause before it had handled.
+        try:
+            await self._serve_connection()
+        except BaseException as exc:
+            await self._finish()
+            raise exc
+        await self._finish()
+
+    async def _serve_connection(self) -> None:
         try:
             if await self._login():
                 await self._serve()
@@ -165,8 +176,6 @@ class Connection:
             logger.info("connection %d: network timeout, closing", self.connection_id)
         except OSError as e:
             logger.debug("connection %d: connection lost: %s", self.connection_id, e)
-        finally:
-            await self._finish()
 
     async def _finish(self) -> None:
         try:
@@ -249,8 +258,13 @@ class Connection:
         # mysqld fixes max_allowed_packet for a session when it connects.
         max_packet = self._limit("max_allowed_packet", config.max_allowed_packet)
         self.stream.max_payload = int(max_packet)
+        idle_raw: object = None  # the session's wait_timeout that ``idle`` was computed from
+        idle = config.wait_timeout
         while not self.closing:
-            idle = self._limit("wait_timeout", config.wait_timeout)
+            raw = self.session.vars.get("wait_timeout")
+            if raw is None or raw != idle_raw:
+                idle_raw = raw
+                idle = self._limit("wait_timeout", config.wait_timeout)
             try:
                 payload = await self.stream.read_command(idle)
             except TimeoutError:
@@ -314,6 +328,21 @@ class Connection:
         except Exception as e:
             await self.stream.send(self._error_payload(e))
             return True
+        # Not try/finally, for the reason given in :meth:`run`.
+        try:
+            failure = await self._answer_statements(statements)
+            if failure is not None:
+                # A statement failed (the ones before it were answered): ERR ends the response.
+                await self.stream.send(self._error_payload(failure))
+        except BaseException as exc:
+            await session.end_query()
+            raise exc
+        await session.end_query()
+        return True
+
+    async def _answer_statements(self, statements: list[Statement]) -> Exception | None:
+        """Answer each statement in turn; the error that stopped them, if one did."""
+        session = self.session
         try:
             last = len(statements) - 1
             for index, statement in enumerate(statements):
@@ -329,11 +358,8 @@ class Connection:
         except (RemoteProtocolError, OSError, TimeoutError):
             raise
         except Exception as e:
-            # A statement failed (the ones before it were answered): ERR ends the response.
-            await self.stream.send(self._error_payload(e))
-        finally:
-            await session.end_query()
-        return True
+            return e
+        return None
 
     async def _init_db(self, payload: bytes) -> bool:
         name = parse_init_db(payload)

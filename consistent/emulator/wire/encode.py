@@ -19,10 +19,17 @@ import datetime as dt
 import decimal
 import math
 import re
+import struct
 from collections.abc import Sequence
 from typing import Final
 
-from consistent.emulator.results import Column, Outcome, PreparedStatement, ResultSet
+from consistent.emulator.results import (
+    Column,
+    Outcome,
+    PreparedStatement,
+    ResultSet,
+    server_status,
+)
 from consistent.errors import LocalProtocolError
 from consistent.protocol.binary import (
     BinaryType,
@@ -41,6 +48,7 @@ from consistent.protocol.constants import (
     Header,
     ServerStatus,
 )
+from consistent.protocol.lenenc import pack_lenenc_int
 from consistent.protocol.prepared import StmtPrepareOk, build_stmt_prepare_ok
 from consistent.protocol.responses import (
     EofPacket,
@@ -74,10 +82,16 @@ __all__ = [
 NOT_FIXED_DEC: Final = 31
 _MAX_FSP: Final = 6
 
-_STATE_CHANGED: Final = ServerStatus.SESSION_STATE_CHANGED
 # Plain ints for the per-response tests (IntFlag arithmetic costs microseconds a time).
 _STATE_CHANGED_BIT: Final = int(ServerStatus.SESSION_STATE_CHANGED)
 _SESSION_TRACK: Final = int(Capability.SESSION_TRACK)
+_PROTOCOL_41: Final = int(Capability.PROTOCOL_41)
+_TRANSACTIONS: Final = int(Capability.TRANSACTIONS)
+_OK_HEADER: Final = b"\x00"
+_EOF_HEADER: Final = 0xFE
+_U16: Final = struct.Struct("<H")
+_U16X2: Final = struct.Struct("<HH")
+_EOF_41: Final = struct.Struct("<BHH")
 _DEPRECATE_EOF: Final = int(Capability.DEPRECATE_EOF)
 _INTEGER_TYPES: Final = frozenset(
     {
@@ -264,7 +278,7 @@ def _binary_type(column: Column) -> BinaryType:
 def _status_for(status: ServerStatus, capabilities: int) -> ServerStatus:
     if capabilities & _SESSION_TRACK or not int(status) & _STATE_CHANGED_BIT:
         return status
-    return status & ~_STATE_CHANGED
+    return server_status(int(status) & ~_STATE_CHANGED_BIT)
 
 
 def ok_payload(outcome: Outcome, capabilities: int, *, header: int = Header.OK) -> bytes:
@@ -272,14 +286,25 @@ def ok_payload(outcome: Outcome, capabilities: int, *, header: int = Header.OK) 
     result set under ``CLIENT_DEPRECATE_EOF``).  Session state is dropped for a client without
     ``CLIENT_SESSION_TRACK``, as mysqld never writes it then."""
     status = _status_for(outcome.status, capabilities)
-    tracked = bool(int(status) & _STATE_CHANGED_BIT)
+    bits = int(status)
+    tracked = bool(bits & _STATE_CHANGED_BIT)
+    warnings = min(outcome.warnings, 0xFFFF)
+    if header == Header.OK and not tracked and not outcome.info and bits <= 0xFFFF:
+        # The usual OK, without info or session state: what build_ok writes for it.
+        head = _OK_HEADER + pack_lenenc_int(outcome.affected_rows)
+        head += pack_lenenc_int(outcome.last_insert_id)
+        if capabilities & _PROTOCOL_41:
+            return head + _U16X2.pack(bits, warnings)
+        if capabilities & _TRANSACTIONS:
+            return head + _U16.pack(bits)
+        return head
     eof_ok = header == Header.EOF
     return build_ok(
         OkPacket(
             affected_rows=0 if eof_ok else outcome.affected_rows,
             last_insert_id=0 if eof_ok else outcome.last_insert_id,
             status=status,
-            warnings=min(outcome.warnings, 0xFFFF),
+            warnings=warnings,
             info=b"" if eof_ok else outcome.info.encode("utf-8", "replace"),
             session_state=outcome.session_state if tracked else (),
             header=header,
@@ -295,7 +320,10 @@ def err_payload(errno: int, sqlstate: str | None, message: str, capabilities: in
 
 def _eof(status: ServerStatus, warnings: int, capabilities: int) -> bytes:
     # An EOF packet cannot carry session state, so it does not announce any.
-    return build_eof(EofPacket(min(warnings, 0xFFFF), status & ~_STATE_CHANGED), capabilities)
+    bits = int(status) & ~_STATE_CHANGED_BIT
+    if capabilities & _PROTOCOL_41 and 0 <= bits <= 0xFFFF:  # what build_eof writes
+        return _EOF_41.pack(_EOF_HEADER, min(warnings, 0xFFFF), bits)
+    return build_eof(EofPacket(min(warnings, 0xFFFF), server_status(bits)), capabilities)
 
 
 def terminator_payload(outcome: Outcome, capabilities: int) -> bytes:

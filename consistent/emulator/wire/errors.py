@@ -13,9 +13,34 @@ from enum import IntEnum
 from types import MappingProxyType
 from typing import Final
 
+from consistent.errors import InterfaceError, RemoteProtocolError
 from consistent.protocol.responses import ErrPacket
 
-__all__ = ["WIRE_ERRORS", "WireER", "wire_error"]
+__all__ = [
+    "WIRE_ERRORS",
+    "PacketTooLarge",
+    "PacketsOutOfOrder",
+    "PeerClosed",
+    "WireER",
+    "wire_error",
+]
+
+
+class PeerClosed(InterfaceError):
+    """The client closed the connection between two packets (not an error of the client)."""
+
+
+class PacketTooLarge(RemoteProtocolError):
+    """The client announced a packet longer than ``max_allowed_packet`` (ERR 1153).
+    ``unread`` is how many bytes of it are still on their way."""
+
+    def __init__(self, message: str, unread: int) -> None:
+        super().__init__(message)
+        self.unread = unread
+
+
+class PacketsOutOfOrder(RemoteProtocolError):
+    """A packet arrived with an unexpected sequence id (ERR 1156)."""
 
 
 class WireER(IntEnum):

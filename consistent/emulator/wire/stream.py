@@ -17,7 +17,8 @@ import struct
 from collections.abc import Iterable
 from typing import Final
 
-from consistent.errors import InterfaceError, RemoteProtocolError
+from consistent.emulator.wire.errors import PacketsOutOfOrder, PacketTooLarge, PeerClosed
+from consistent.errors import RemoteProtocolError
 from consistent.protocol.constants import MAX_PACKET_PAYLOAD
 from consistent.protocol.framing import HEADER_SIZE, frame_packets
 
@@ -26,23 +27,6 @@ __all__ = ["PacketStream", "PacketTooLarge", "PacketsOutOfOrder", "PeerClosed"]
 _HEADER: Final = struct.Struct("<I")
 _DISCARD_CHUNK: Final = 1 << 16
 _READ_CHUNK: Final = 1 << 16
-
-
-class PeerClosed(InterfaceError):
-    """The client closed the connection between two packets (not an error of the client)."""
-
-
-class PacketTooLarge(RemoteProtocolError):
-    """The client announced a packet longer than ``max_allowed_packet`` (ERR 1153).
-    ``unread`` is how many bytes of it are still on their way."""
-
-    def __init__(self, message: str, unread: int) -> None:
-        super().__init__(message)
-        self.unread = unread
-
-
-class PacketsOutOfOrder(RemoteProtocolError):
-    """A packet arrived with an unexpected sequence id (ERR 1156)."""
 
 
 class PacketStream:
@@ -175,8 +159,19 @@ class PacketStream:
 
     def queue_all(self, payloads: Iterable[bytes]) -> None:
         """:meth:`queue` each payload in order."""
+        out = self._out
+        seq = self.seq
+        pack = _HEADER.pack
         for payload in payloads:
-            self.queue(payload)
+            size = len(payload)
+            if size < MAX_PACKET_PAYLOAD:  # one physical packet: header, then the payload
+                out.append(pack(size | seq << 24))
+                out.append(payload)
+                seq = (seq + 1) & 0xFF
+            else:
+                data, seq = frame_packets(payload, seq)
+                out.append(data)
+        self.seq = seq
 
     async def flush(self) -> None:
         """Write what was queued and wait until the transport accepted it (bounded by
