@@ -37,14 +37,16 @@ from consistent.protocol import (
     build_ok,
     parse_err,
 )
-from consistent.protocol.constants import Capability, ClientErrno
+from consistent.protocol.constants import Capability, ClientErrno, ErrorCode
 from consistent.telemetry import NOOP_SPAN, StatementSpan, Telemetry
-from proxy.backends import BackendConnection, BackendServer, BackendUnavailable
+from proxy.backends import BackendConnection, BackendServer, BackendUnavailable, Credentials
 from proxy.config import ProxyConfig
+from proxy.errors import PoolExhausted
 from proxy.handshake import (
     Authenticator,
 )
 from proxy.metrics import ProxyMetrics
+from proxy.pool import ConnectionPool, pin_reasons
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay
 from proxy.statements import PreparedStatement, StatementRegistry
 from proxy.stream import PacketEndpoint, frame, renumber
@@ -57,6 +59,7 @@ logger = logging.getLogger(__name__)
 # Client-side error numbers (libmysqlclient's CR_*) and server errors the proxy sends.
 CR_CONN_HOST_ERROR: Final = int(ClientErrno.CR_CONN_HOST_ERROR)
 CR_SERVER_LOST: Final = int(ClientErrno.CR_SERVER_LOST)
+ER_CON_COUNT_ERROR: Final = int(ErrorCode.CON_COUNT_ERROR)
 ER_UNKNOWN_COM_ERROR: Final = 1047
 ER_UNKNOWN_ERROR: Final = 1105
 ER_NET_PACKETS_OUT_OF_ORDER: Final = 1156
@@ -102,6 +105,10 @@ class SessionHost(Protocol):
 
     @property
     def sessions(self) -> Mapping[int, SessionBase]: ...
+
+    def pool_for(self, server: BackendServer, credentials: Credentials) -> ConnectionPool:
+        """The pool of ``server``'s connections for ``credentials``' login (shared)."""
+        ...
 
 
 class ReplayFailed(Exception):
@@ -174,7 +181,14 @@ class SessionBase:
             ),
         )
         self._user_level = level
+        #: The backend connections the session holds now (with multiplexing: borrowed from
+        #: the shared pools for a statement, or while something binds the session to them).
         self._conns: dict[str, BackendConnection] = {}
+        self._multiplex = config.pool.multiplexing
+        self._pools: dict[str, ConnectionPool] = {}
+        #: The connection given back with the last statement's after-effects
+        #: (``LAST_INSERT_ID()``…), kept for a follow-up statement unless the pool needs it.
+        self._follow: BackendConnection | None = None
         self._primary_opened = False
         self._statements = StatementRegistry()
         self._local_infile = config.local_infile and bool(capabilities & Capability.LOCAL_FILES)
@@ -247,6 +261,19 @@ class SessionBase:
         conn = self._conns.get(server)
         return conn.thread_id if conn is not None and not conn.closed else None
 
+    def owns_thread(self, server: str, thread_id: int) -> bool:
+        """Whether server thread ``thread_id`` of ``server`` is this session's: the
+        connection it holds, or (multiplexing) an idle pooled one still in its state."""
+        if self.backend_thread(server) == thread_id:
+            return True
+        pool = self._pools.get(server)
+        if pool is None:
+            return False
+        return any(
+            c.owner == self.id and c.thread_id == thread_id and not c.closed
+            for c in pool.idle_connections()
+        )
+
     def process_row(self) -> ProcessRow:
         """This session as ``SHOW PROCESSLIST`` lists it."""
         busy = self._busy
@@ -313,6 +340,18 @@ class SessionBase:
         conns = list(self._conns.values())
         self._conns.clear()
         quits = []
+        if self._multiplex:
+            self._unreserve()
+            bound = self._bound_servers()
+            kept = []
+            for conn in conns:
+                pool = self._pools.get(conn.name)
+                if pool is not None and conn.name not in bound and not conn.busy:
+                    conn.on_closed = None
+                    pool.give_back(conn, state_key=self._state_key(conn), follow_up=False)
+                else:
+                    kept.append(conn)
+            conns = kept
         for conn in conns:
             conn.on_closed = None
             if conn.busy:
@@ -359,11 +398,79 @@ class SessionBase:
         self._relay = None
         self._decision = None
         self._ps = None
+        if self._multiplex and self._conns:
+            self._give_back()
         if self._draining and not self.policy.in_transaction:
             self.close("shutdown")
             return
         if self._cbuf:
             self._pump()
+
+    # ----------------------------------------------------------------- pooled connections
+
+    def pin_reasons(self) -> dict[str, list[str]]:
+        """Why the session holds each of its connections now (server -> reasons)."""
+        policy = self.policy
+        txn = policy.transaction
+        found: dict[str, list[str]] = {}
+        for name, conn in self._conns.items():
+            reasons = pin_reasons(
+                policy.pins if name == PRIMARY else (),
+                in_transaction=txn is not None and txn.server == name,
+                status=conn.status,
+            )
+            if reasons:
+                found[name] = reasons
+        return found
+
+    def _bound_servers(self) -> set[str]:
+        """The servers whose connection the session cannot give back now."""
+        return set(self.pin_reasons())
+
+    def _state_key(self, conn: BackendConnection) -> object:
+        """The fingerprint of the state ``conn`` holds for this session (``None`` when it
+        is behind the session's log: the next session resets it)."""
+        policy = self.policy
+        if conn.applied_seq < policy.replay_seq:
+            return None
+        return self._fingerprint()
+
+    def _fingerprint(self) -> object:
+        """The session's state as a value: login schema and character set, replay log."""
+        return (self.database, self.charset, self.policy.replay_since(0)[0])
+
+    def _give_back(self) -> None:
+        """After a command: return the connections nothing binds the session to; the one
+        the command ran on is kept for a follow-up statement while the pool can spare it."""
+        bound = self._bound_servers()
+        last = self._conn
+        for name, conn in list(self._conns.items()):
+            if name in bound or conn.busy:
+                continue
+            pool = self._pools.get(name)
+            if pool is None:
+                continue
+            del self._conns[name]
+            conn.on_closed = None
+            follow = conn is last and not conn.lost
+            pool.give_back(conn, state_key=self._state_key(conn), follow_up=follow)
+            if follow:
+                self._unreserve()
+                self._follow = conn
+        self._conn = None
+
+    def _unreserve(self) -> None:
+        """The session no longer needs the connection kept for a follow-up."""
+        follow = self._follow
+        if follow is not None:
+            self._follow = None
+            if follow.reserved_for == self.id:
+                follow.reserved_for = 0
+
+    def _follow_up_lost(self) -> bool:
+        """The connection the previous statement ran on went to another session."""
+        follow = self._follow
+        return follow is not None and (follow.owner != self.id or follow.lost)
 
     def _span_error(self, payload: bytes) -> None:
         try:
@@ -452,6 +559,9 @@ class SessionBase:
         self._reply_err(errno, sqlstate, message, seq)
 
     def _unavailable(self, e: BackendUnavailable) -> None:
+        if isinstance(e, PoolExhausted):
+            self._reply_err(ER_CON_COUNT_ERROR, "08004", e.reason, self._reply_seq)
+            return
         login = e.login_error
         if login is not None and login.errno is not None:
             self._reply_err(login.errno, login.sqlstate or "HY000", login.msg, self._reply_seq)
