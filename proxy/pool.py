@@ -138,8 +138,8 @@ class ConnectionPool:
         self.name = name
         self.settings = settings
         self._clock = clock
-        #: Idle connections, the most recently given back last.
-        self._idle: list[BackendConnection] = []
+        #: Idle connections, the most recently given back last (a dict: O(1) removal).
+        self._idle: dict[BackendConnection, None] = {}
         self._borrowed: set[BackendConnection] = set()
         self._opening = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
@@ -195,8 +195,7 @@ class ConnectionPool:
     def _gone(self, conn: BackendConnection) -> None:
         """``conn`` closed (idle or borrowed): a waiter may open another."""
         self._borrowed.discard(conn)
-        if conn in self._idle:
-            self._idle.remove(conn)
+        self._idle.pop(conn, None)
         self._wake()
 
     def pick(
@@ -229,34 +228,28 @@ class ConnectionPool:
         self._lend(best)
         return best, fit
 
-    def take_own(self, owner: int) -> BackendConnection | None:
-        """Synchronously, the idle connection session ``owner`` held for a follow-up or used
-        last, if any (the fast path: no state to restore but the log's newer entries)."""
-        idle = self._idle
-        found = -1
-        for i in range(len(idle) - 1, -1, -1):
-            conn = idle[i]
-            if conn.owner != owner or conn.lost or conn.reserved_for not in (0, owner):
-                continue
-            if conn.reserved_for == owner:
-                found = i
-                break
-            if found < 0:
-                found = i
-        if found < 0:
-            return None
-        conn = idle[found]
-        if self._stale(conn):
-            return None  # the slow path pings it first
-        del idle[found]
+    def take_own(self, owner: int, conn: BackendConnection) -> bool:
+        """Synchronously, lend ``conn`` back to session ``owner`` if it is idle and still in
+        that session's state (the fast path: nothing to restore but the log's newer
+        entries); False when it is not, or when it has been idle long enough to be pinged
+        first (the slow path does that)."""
+        if (
+            conn.owner != owner
+            or conn not in self._idle
+            or conn.reserved_for not in (0, owner)
+            or conn.lost
+            or self._stale(conn)
+        ):
+            return False
+        del self._idle[conn]
         self._borrowed.add(conn)
         conn.reserved_for = 0
         self.borrows += 1
         self.reused += 1
-        return conn
+        return True
 
     def _lend(self, conn: BackendConnection) -> None:
-        self._idle.remove(conn)
+        del self._idle[conn]
         self._borrowed.add(conn)
         conn.reserved_for = 0
         self.borrows += 1
@@ -285,7 +278,7 @@ class ConnectionPool:
         conn.state_key = state_key
         conn.reserved_for = conn.owner if follow_up else 0
         conn.idle_since = self._clock()
-        self._idle.append(conn)
+        self._idle[conn] = None
         self._wake()
 
     def discard(self, conn: BackendConnection) -> None:
@@ -302,7 +295,7 @@ class ConnectionPool:
         limit = self._clock() - self.settings.idle_timeout
         old = [c for c in self._idle if c.idle_since <= limit]
         for conn in old:
-            self._idle.remove(conn)
+            del self._idle[conn]
             conn.on_closed = None
             conn.abort()
         self.reaped += len(old)
@@ -378,7 +371,7 @@ class ConnectionPool:
                 # room for a new one.
                 victim = next((c for c in self._idle if not c.reserved_for), None)
                 if victim is not None:
-                    self._idle.remove(victim)
+                    del self._idle[victim]
                     victim.on_closed = None
                     victim.abort()
                     continue

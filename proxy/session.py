@@ -247,7 +247,9 @@ class Session(SlowPath):
     def _backslash_escapes(self) -> bool:
         """False when the session's server says ``NO_BACKSLASH_ESCAPES`` is on."""
         conn = self._conns.get(PRIMARY)
-        return conn is None or not conn.status & _NO_BACKSLASH_ESCAPES
+        if conn is None:
+            return not self.primary_status & _NO_BACKSLASH_ESCAPES
+        return not conn.status & _NO_BACKSLASH_ESCAPES
 
     def _cmd_init_db(self, payload: bytes) -> None:
         schema = payload[1:].decode("utf-8", "surrogateescape")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, Protocol
 
-from consistent.classify import FunctionRules
+from consistent.classify import FunctionRules, PinReason
 from consistent.errors import Error, OperationalError, RemoteProtocolError
 from consistent.flavors import Flavor
 from consistent.policy import (
@@ -189,6 +189,15 @@ class SessionBase:
         #: The connection given back with the last statement's after-effects
         #: (``LAST_INSERT_ID()``…), kept for a follow-up statement unless the pool needs it.
         self._follow: BackendConnection | None = None
+        #: The connection last given back, per server (taken back on the fast path if it is
+        #: still idle and in this session's state).
+        self._parked: dict[str, BackendConnection] = {}
+        # The fingerprint of the session's state, cached with what it was computed from.
+        self._print: object = None
+        self._print_of: tuple[int, str | None, int] = (-1, None, 0)
+        #: The primary's status flags at its last answer (NO_BACKSLASH_ESCAPES, for the
+        #: proxy's own statement parsing, when no primary connection is held).
+        self.primary_status = 0
         self._primary_opened = False
         self._statements = StatementRegistry()
         self._local_infile = config.local_infile and bool(capabilities & Capability.LOCAL_FILES)
@@ -413,9 +422,13 @@ class SessionBase:
         policy = self.policy
         txn = policy.transaction
         found: dict[str, list[str]] = {}
+        pins = policy.pins
+        if not policy.autocommit:
+            # Every statement opens a transaction the server keeps until COMMIT.
+            pins = (*pins, PinReason.AUTOCOMMIT_OFF)
         for name, conn in self._conns.items():
             reasons = pin_reasons(
-                policy.pins if name == PRIMARY else (),
+                pins if name == PRIMARY else (),
                 in_transaction=txn is not None and txn.server == name,
                 status=conn.status,
             )
@@ -437,7 +450,11 @@ class SessionBase:
 
     def _fingerprint(self) -> object:
         """The session's state as a value: login schema and character set, replay log."""
-        return (self.database, self.charset, self.policy.replay_since(0)[0])
+        of = (self.policy.replay_seq, self.database, self.charset)
+        if of != self._print_of:
+            self._print_of = of
+            self._print = (self.database, self.charset, self.policy.replay_since(0)[0])
+        return self._print
 
     def _give_back(self) -> None:
         """After a command: return the connections nothing binds the session to; the one
@@ -452,6 +469,9 @@ class SessionBase:
                 continue
             del self._conns[name]
             conn.on_closed = None
+            self._parked[name] = conn
+            if name == PRIMARY:
+                self.primary_status = conn.status
             follow = conn is last and not conn.lost
             pool.give_back(conn, state_key=self._state_key(conn), follow_up=follow)
             if follow:

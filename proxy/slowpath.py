@@ -88,11 +88,11 @@ class SlowPath(ClientInput):
 
     def _take_own(self, target: str) -> BackendConnection | None:
         """The session's own idle connection to ``target``, borrowed again synchronously."""
-        pool = self._pools.get(target)
-        if pool is None:
-            return None
-        conn = pool.take_own(self.id)
+        conn = self._parked.get(target)
         if conn is None:
+            return None
+        pool = self._pools.get(target)
+        if pool is None or not pool.take_own(self.id, conn):
             return None
         conn.on_closed = self._backend_closed
         self._conns[target] = conn
@@ -163,6 +163,7 @@ class SlowPath(ClientInput):
         conn.statement_types.clear()
         conn.tracking = None
         conn.applied_seq = 0
+        conn.max_allowed_packet = None  # the session's value is the global one again
         statements = []
         names = charset_names(self.charset)
         if names is not None:

@@ -100,19 +100,21 @@ def test_a_follow_up_reservation_keeps_the_connection_for_its_session() -> None:
     pool.give_back(conn, state_key="k", follow_up=True)
     assert conn.reserved_for == 1
     assert pool.pick(2, "k", schema=True) is None  # another session opens its own
-    assert pool.take_own(1) is conn
+    assert not pool.take_own(2, conn)
+    assert pool.take_own(1, conn)
     assert conn.reserved_for == 0
+    assert pool.borrowed == 1
 
 
-def test_take_own_prefers_the_reserved_connection() -> None:
+def test_take_own_only_takes_an_idle_connection_still_in_the_sessions_state() -> None:
     pool = pool_with(max_connections=3)
-    reserved = new_conn()
-    pool.add(reserved, 1)
-    pool.give_back(reserved, state_key="k", follow_up=True)
-    later = lent(pool, owner=1)
-    assert pool.take_own(1) is reserved
-    assert pool.take_own(1) is later
-    assert pool.take_own(1) is None
+    conn = lent(pool, owner=1)
+    assert pool.pick(2, "other", schema=True) == (conn, Fit.RESET)
+    conn.owner = 2  # what the borrowing session records
+    pool.give_back(conn, state_key="other", follow_up=False)
+    assert not pool.take_own(1, conn)
+    assert pool.take_own(2, conn)
+    assert not pool.take_own(2, conn)  # already borrowed
 
 
 def test_a_connection_idle_past_ping_after_is_not_taken_on_the_fast_path() -> None:
@@ -120,7 +122,7 @@ def test_a_connection_idle_past_ping_after_is_not_taken_on_the_fast_path() -> No
     pool = pool_with(clock, ping_after=5.0)
     conn = lent(pool, owner=1)
     clock.now += 5.0
-    assert pool.take_own(1) is None
+    assert not pool.take_own(1, conn)
     assert pool.idle == 1
     assert conn.owner == 1
 
