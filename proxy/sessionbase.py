@@ -402,6 +402,10 @@ class SessionBase:
         span = self._span
         if span is not NOOP_SPAN:
             self._span = NOOP_SPAN
+            if self._multiplex and self._conns:
+                bound = self.pin_reasons()
+                if bound:
+                    span.pin(",".join(dict.fromkeys(r for rs in bound.values() for r in rs)))
             span.__exit__(None, None, None)
         self._busy = False
         self._relay = None
