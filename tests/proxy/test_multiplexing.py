@@ -451,3 +451,53 @@ def test_idle_connections_are_reaped(make_pooled: Callable[..., ProxyThread]) ->
         assert pool["reaped"] >= 1
         assert pool["idle"] == 0
         assert run(conn, "SELECT 2 FROM DUAL FOR UPDATE") == [(2,)]  # a new one is opened
+
+
+def test_more_clients_than_the_primary_accepts_are_served_through_the_pool(
+    make_proxy: Callable[..., ProxyThread], mariadb_topology: MariaDBTopology
+) -> None:
+    """MariaDB with a low ``max_connections``: through the pool every client is served;
+    with one connection per session, the clients beyond the limit are refused (1040)."""
+    admin = mariadb_topology.connect()
+    try:
+        run(admin, "CREATE DATABASE IF NOT EXISTS mx_a")
+        run(admin, "CREATE TABLE IF NOT EXISTS mx_a.t (k INT PRIMARY KEY, v INT)")
+        (before,) = run(admin, "SELECT @@GLOBAL.max_connections")[0]
+        (connected,) = run(admin, "SELECT COUNT(*) FROM information_schema.PROCESSLIST")[0]
+        limit = int(connected) + 12
+        clients = limit + 30
+        mariadb_topology.primary.query(f"SET GLOBAL max_connections = {limit}")
+        try:
+            pooled = make_proxy(pool={"max_connections": 4, "wait_timeout": 30.0})
+            assert _serve(pooled, clients) == []
+            assert primary_pool(pooled)["size"] <= 4
+            pooled.stop()
+            per_session = make_proxy(pool={"multiplexing": False})
+            refused = _serve(per_session, clients)
+            assert refused
+            assert {errno for errno, _ in refused} == {1040}
+        finally:
+            mariadb_topology.primary.query(f"SET GLOBAL max_connections = {int(before)}")
+    finally:
+        admin.close()
+
+
+def _serve(proxy: ProxyThread, clients: int) -> list[tuple[int, str]]:
+    """Log ``clients`` clients in at once, each runs a write and a locking read; the errors."""
+    errors: list[tuple[int, str]] = []
+    with contextlib.ExitStack() as stack:
+        conns = []
+        for _ in range(clients):
+            try:
+                conns.append(stack.enter_context(client(proxy)))
+            except pymysql.err.OperationalError as e:
+                errors.append((e.args[0], e.args[1]))
+        for i, conn in enumerate(conns):
+            try:
+                run(conn, "REPLACE INTO mx_a.t VALUES (%s, %s)", (2000 + i, i))
+                assert run(conn, "SELECT v FROM mx_a.t WHERE k = %s FOR UPDATE", (2000 + i,)) == [
+                    (i,)
+                ]
+            except pymysql.err.OperationalError as e:
+                errors.append((e.args[0], e.args[1]))
+    return errors
