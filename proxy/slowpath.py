@@ -89,8 +89,8 @@ class SlowPath(ClientInput):
     def _take_own(self, target: str) -> BackendConnection | None:
         """The session's own idle connection to ``target``, borrowed again synchronously."""
         conn = self._parked.get(target)
-        if conn is None:
-            return None
+        if conn is None or self._closing:
+            return None  # a closing session starts nothing (a read retried after a KILL)
         pool = self._pools.get(target)
         if pool is None or not pool.take_own(self.id, conn):
             return None
@@ -490,6 +490,9 @@ class SlowPath(ClientInput):
             self.close(f"COM_CHANGE_USER failed: {e}")
             return
         await self._reset_backends()
+        # Another user may log in to the servers as another backend account: other pools.
+        self._pools.clear()
+        self._parked.clear()
         self.user = account.name
         self._user_level = account.level
         if request.charset is not None:

@@ -444,7 +444,8 @@ def test_idle_connections_are_reaped(make_pooled: Callable[..., ProxyThread]) ->
     with client(proxy) as conn:
         run(conn, "SELECT 1 FROM DUAL FOR UPDATE")
         for _ in range(100):
-            if primary_pool(proxy)["reaped"]:
+            pool = primary_pool(proxy)
+            if pool["reaped"] and not pool["idle"]:
                 break
             threading.Event().wait(0.05)
         pool = primary_pool(proxy)
