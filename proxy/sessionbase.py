@@ -71,6 +71,8 @@ ER_MALFORMED_PACKET: Final = 1835
 ER_PARSE_ERROR: Final = 1064
 
 _TRACKING_OWN: Final = Tracking.OWN
+#: Server status flags that bind a session to its connection (see proxy.pool.pin_reasons).
+_BINDING_STATUS: Final = int(ServerStatus.IN_TRANS | ServerStatus.CURSOR_EXISTS)
 _QUERY: Final = ResponseKind.QUERY
 
 
@@ -463,10 +465,17 @@ class SessionBase:
     def _give_back(self) -> None:
         """After a command: return the connections nothing binds the session to; the one
         the command ran on is kept for a follow-up statement while the pool can spare it."""
-        bound = self._bound_servers()
+        policy = self.policy
+        if policy.autocommit and not policy.in_transaction and not policy.pins:
+            # The common case: only the server's status could bind (read per connection).
+            bound: set[str] | None = None
+        else:
+            bound = self._bound_servers()
         last = self._conn
         for name, conn in list(self._conns.items()):
-            if name in bound or conn.busy:
+            if bound is None and conn.status & _BINDING_STATUS:
+                continue
+            if (bound is not None and name in bound) or conn.busy:
                 continue
             pool = self._pools.get(name)
             if pool is None:
