@@ -174,6 +174,7 @@ _STATEMENT_ATTRIBUTES: Final = (
     _s("consistent.route.detail"),
     _s("consistent.route.pinned_reason"),
     _s("consistent.route.tried"),
+    _s("consistent.pool.pin_reason"),
     *_gtid("consistent.gtid.required"),
     *_gtid("consistent.gtid.required.own"),
     *_gtid("consistent.gtid.required.seen"),

@@ -52,6 +52,7 @@ COMPILED: Final[tuple[str, ...]] = (
     "proxy.statements",
     "proxy.intercept",
     "proxy.backends",
+    "proxy.pool",
     "proxy.sessionbase",
     "proxy.clientio",
     "proxy.slowpath",

@@ -130,6 +130,9 @@ ROUTE_DETAIL: Final = "consistent.route.detail"
 ROUTE_PINNED_REASON: Final = "consistent.route.pinned_reason"
 #: Replicas tried and abandoned for this statement, comma-separated, in order.
 ROUTE_TRIED: Final = "consistent.route.tried"
+#: The proxy with multiplexing: why the session keeps its backend connection after the
+#: statement instead of giving it back to the pool (pin reasons, comma-separated).
+POOL_PIN_REASON: Final = "consistent.pool.pin_reason"
 #: The session's required set when the statement was routed.
 GTID_REQUIRED: Final = "consistent.gtid.required"
 #: ``read_all_writes`` reads: the part of the required set that is the session's own (what the
@@ -441,6 +444,11 @@ STATEMENT_ATTRIBUTES: Final = (
     AttributeSpec(ROUTE_DETAIL, AttrType.STRING, "what refines the reason"),
     AttributeSpec(ROUTE_PINNED_REASON, AttrType.STRING, "pin reason (reason pinned only)"),
     AttributeSpec(ROUTE_TRIED, AttrType.STRING, "replicas tried and abandoned, comma-separated"),
+    AttributeSpec(
+        POOL_PIN_REASON,
+        AttrType.STRING,
+        "proxy: why the session keeps its pooled backend connection, comma-separated",
+    ),
     *_gtid_attribute(GTID_REQUIRED, "the session's required set"),
     *_gtid_attribute(GTID_REQUIRED_OWN, "read_all_writes: the session's own GTIDs and tokens"),
     *_gtid_attribute(GTID_REQUIRED_SEEN, "read_all_writes: what the session's reads saw"),

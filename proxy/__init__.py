@@ -13,6 +13,7 @@ Modules, from the socket up:
 ``handshake``      the connection phase both ways: clients at the proxy, the proxy at backends
 ``relay``          the response state machine: where each backend response ends, what changes
 ``backends``       backend connections, per-server accounting, the health/GTID monitor
+``pool``           backend connections shared by the sessions (multiplexing), pin reasons
 ``statements``     prepared statements across backends (id mapping, types, long data)
 ``intercept``      ``SET/SELECT @@consistent_level|token``, answered by the proxy
 ``threads``        connection ids: ``KILL``, ``CONNECTION_ID()``, ``SHOW PROCESSLIST``

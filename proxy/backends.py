@@ -136,8 +136,17 @@ class BackendConnection(PacketEndpoint):
         #: The server's ``max_allowed_packet`` for this connection, once read (a streamed
         #: command larger than it is refused by the proxy, as the server would).
         self.max_allowed_packet: int | None = None
-        #: Client statement id -> this server's statement id.
+        #: Client statement id -> this server's statement id (of the owner's statements).
         self.statements: dict[int, int] = {}
+        #: Pooling (:mod:`proxy.pool`): the session whose state the connection holds (0:
+        #: none), the session it is kept for (a follow-up statement), a fingerprint of the
+        #: state once given back (``None``: unknown), whether a default schema was ever set,
+        #: and when it was given back.
+        self.owner = 0
+        self.reserved_for = 0
+        self.state_key: object = None
+        self.has_schema = False
+        self.idle_since = 0.0
         #: Client statement id -> parameter types this server last received.
         self.statement_types: dict[int, bytes] = {}
         self._pending: collections.deque[ResponseRelay] = collections.deque()

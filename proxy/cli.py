@@ -92,6 +92,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="the servers' flavour (overrides backends.flavor; default: from the handshake)",
     )
     parser.add_argument(
+        "--multiplexing",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="share backend connections among sessions (overrides pool.multiplexing; default on)",
+    )
+    parser.add_argument(
         "--admin-listen",
         metavar="HOST:PORT",
         help="the admin endpoint, /metrics and /status (overrides admin.listen)",
@@ -124,6 +130,8 @@ def overrides_from(args: argparse.Namespace) -> dict[str, object]:
         overrides["level"] = args.level
     if args.flavor:
         overrides["backends.flavor"] = args.flavor
+    if args.multiplexing is not None:
+        overrides["pool.multiplexing"] = args.multiplexing
     if args.admin_listen:
         overrides["admin.listen"] = args.admin_listen
     token = os.environ.get(_ADMIN_TOKEN_ENV)

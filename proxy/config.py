@@ -18,6 +18,13 @@ Example (every key but ``backends.primary`` and one user is optional)::
     read_only_functions = ["shop.price", "fmt"]   # user functions that only read
     tracer_provider = "global"       # statement spans to the process's OpenTelemetry provider
 
+    [pool]                           # backend connections shared by the sessions
+    multiplexing = true              # false: each session keeps connections of its own
+    max_connections = 100            # per backend server and backend user
+    wait_timeout = 5.0               # a session waits this long for one, then gets 1040
+    idle_timeout = 60.0              # idle connections are closed after this long
+    ping_after = 10.0                # an idle connection this old is pinged before use
+
     [tls]                            # TLS to clients (optional)
     cert = "proxy.pem"
     key = "proxy.key"
@@ -83,6 +90,7 @@ __all__ = [
     "AdminConfig",
     "BackendsConfig",
     "ConfigError",
+    "PoolConfig",
     "ProxyConfig",
     "TlsConfig",
     "UserConfig",
@@ -182,6 +190,23 @@ class BackendsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolConfig:
+    """The shared backend connections (:mod:`proxy.pool`)."""
+
+    #: Sessions borrow a connection per statement or transaction (False: each session keeps
+    #: connections of its own, opened when first needed).
+    multiplexing: bool = True
+    #: Connections per backend server and backend user.
+    max_connections: int = 100
+    #: Seconds a session waits for a connection of an exhausted pool before error 1040.
+    wait_timeout: float = 5.0
+    #: Seconds an idle connection is kept.
+    idle_timeout: float = 60.0
+    #: An idle connection unused this long is checked with COM_PING before it is lent.
+    ping_after: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
 class AdminConfig:
     """The admin HTTP endpoint: every request needs the token, wherever it listens; with a
     certificate and key it speaks HTTPS."""
@@ -222,6 +247,7 @@ class ProxyConfig:
     server_version: str | None = None
     tls: TlsConfig | None = None
     admin: AdminConfig | None = None
+    pool: PoolConfig = PoolConfig()
     #: User functions declared read-only (normalised names, see
     #: :func:`consistent.classify.read_only_function_names`): reads calling them may use a
     #: replica; every other function that is not a side-effect-free built-in sends the
@@ -257,6 +283,7 @@ _TOP_KEYS: Final = frozenset(
         "read_only_functions",
         "tracer_provider",
         "tls",
+        "pool",
         "backends",
         "users",
         "admin",
@@ -447,6 +474,30 @@ def _tls(data: Mapping[str, Any], base: Path | None) -> TlsConfig | None:
     )
 
 
+_POOL_KEYS: Final = frozenset(
+    {"multiplexing", "max_connections", "wait_timeout", "idle_timeout", "ping_after"}
+)
+
+
+def _pool(data: Mapping[str, Any]) -> PoolConfig:
+    if "pool" not in data:
+        return PoolConfig()
+    p = _table(data, "pool", _POOL_KEYS)
+    default = PoolConfig()
+    size = _integer(p.get("max_connections", default.max_connections), "pool.max_connections")
+    if size < 1:
+        raise ConfigError("pool.max_connections must be at least 1")
+    return PoolConfig(
+        multiplexing=_flag(p.get("multiplexing", default.multiplexing), "pool.multiplexing"),
+        max_connections=size,
+        wait_timeout=_number(p.get("wait_timeout", default.wait_timeout), "pool.wait_timeout"),
+        idle_timeout=_number(p.get("idle_timeout", default.idle_timeout), "pool.idle_timeout"),
+        ping_after=_number(
+            p.get("ping_after", default.ping_after), "pool.ping_after", positive=False
+        ),
+    )
+
+
 def _admin(data: Mapping[str, Any], base: Path | None) -> AdminConfig | None:
     if "admin" not in data:
         return None
@@ -525,6 +576,7 @@ def parse(data: Mapping[str, Any], *, source: Path | None = None) -> ProxyConfig
         ),
         tls=_tls(data, base),
         admin=_admin(data, base),
+        pool=_pool(data),
         read_only_functions=_functions(data.get("read_only_functions", [])),
         tracer_provider=_tracer_provider(data.get("tracer_provider")),
         source=source,

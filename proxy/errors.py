@@ -14,7 +14,7 @@ from consistent.errors import Error, InterfaceError
 if TYPE_CHECKING:
     from proxy.handshake import BackendLoginError
 
-__all__ = ["BackendUnavailable", "ConnectionClosed"]
+__all__ = ["BackendUnavailable", "ConnectionClosed", "PoolExhausted"]
 
 
 class ConnectionClosed(InterfaceError):
@@ -30,3 +30,15 @@ class BackendUnavailable(Error):
         self.reason = reason
         #: The server's own refusal (errno and message worth showing the client).
         self.login_error = login_error
+
+
+class PoolExhausted(BackendUnavailable):
+    """Every connection of a pool was in use for the whole wait (the client gets 1040)."""
+
+    def __init__(self, pool: str, size: int, wait: float) -> None:
+        super().__init__(
+            pool,
+            f"Too many connections: pool {pool} is exhausted ({size} connections in use, "
+            f"waited {wait:g} s)",
+        )
+        self.pool = pool

@@ -50,6 +50,7 @@ __all__ = [
     "BackendSample",
     "Histogram",
     "MetricSpec",
+    "PoolSample",
     "ProxyMetrics",
     "RoutedTally",
     "Snapshot",
@@ -86,12 +87,25 @@ class BackendSample:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolSample:
+    """One shared connection pool as a scrape sees it (:mod:`proxy.pool`)."""
+
+    #: ``primary 127.0.0.1:3306 as app``: the ``pool`` label.
+    pool: str
+    borrowed: int
+    idle: int
+    waiting: int
+    exhausted: int
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """The proxy's live state at scrape time."""
 
     sessions: int = 0
     logins_in_progress: int = 0
     backends: tuple[BackendSample, ...] = ()
+    pools: tuple[PoolSample, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +230,24 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
         "counter",
         "Connections to the backend that could not be opened",
         _BACKEND,
+    ),
+    MetricSpec(
+        "consistent_proxy_pool_connections",
+        "gauge",
+        "Connections of a shared backend pool, borrowed by a session or idle",
+        ("pool", "state"),
+    ),
+    MetricSpec(
+        "consistent_proxy_pool_waiting",
+        "gauge",
+        "Sessions waiting for a connection of an exhausted pool",
+        ("pool",),
+    ),
+    MetricSpec(
+        "consistent_proxy_pool_exhausted",
+        "counter",
+        "Sessions that waited for a pool's connection past pool.wait_timeout (error 1040)",
+        ("pool",),
     ),
 )
 #: Families that ``prometheus_client``'s process and platform collectors add (Linux).
@@ -389,6 +421,14 @@ class _Collector(Collector):
         values["consistent_proxy_backend_connect_failures"] = [
             ((b.backend, b.role), b.connect_failures) for b in backends
         ]
+        pools = snapshot.pools
+        values["consistent_proxy_pool_connections"] = [
+            ((p.pool, state), n)
+            for p in pools
+            for state, n in (("borrowed", p.borrowed), ("idle", p.idle))
+        ]
+        values["consistent_proxy_pool_waiting"] = [((p.pool,), p.waiting) for p in pools]
+        values["consistent_proxy_pool_exhausted"] = [((p.pool,), p.exhausted) for p in pools]
         histograms: dict[str, list[tuple[tuple[str, ...], Histogram]]] = {
             "consistent_proxy_wait_duration_seconds": [((), m.wait_duration)],
             "consistent_proxy_statement_duration_seconds": sorted(m._durations.items()),

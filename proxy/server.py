@@ -49,7 +49,15 @@ from proxy.handshake import (
     login_ok,
     proxy_capabilities,
 )
-from proxy.metrics import PRIMARY_ROLE, REPLICA_ROLE, BackendSample, ProxyMetrics, Snapshot
+from proxy.metrics import (
+    PRIMARY_ROLE,
+    REPLICA_ROLE,
+    BackendSample,
+    PoolSample,
+    ProxyMetrics,
+    Snapshot,
+)
+from proxy.pool import ConnectionPool, PoolSettings
 from proxy.session import Session
 from proxy.stream import ConnectionClosed, PacketEndpoint, frame
 from proxy.threads import new_session_id
@@ -127,6 +135,9 @@ class ProxyServer:
         self._metrics.snapshot = self._snapshot
         self._authenticator = Authenticator(config.users)
         self._servers: dict[str, BackendServer] = {}
+        #: The shared backend pools, by server object and backend login.
+        self._pools: dict[tuple[int, str, str, int, int], ConnectionPool] = {}
+        self._reaper: asyncio.Task[None] | None = None
         self._monitor_tasks: set[asyncio.Task[None]] = set()
         self._logins: dict[_ClientEndpoint, asyncio.Task[None]] = {}
         self._sessions: dict[int, Session] = {}
@@ -156,6 +167,41 @@ class ProxyServer:
     @property
     def knowledge(self) -> ReplicaKnowledge:
         return self._knowledge
+
+    def pool_for(self, server: BackendServer, credentials: Credentials) -> ConnectionPool:
+        """The shared pool of ``server``'s connections for ``credentials``' login (created
+        on first use, with the limits of the configuration at that time)."""
+        key = (
+            id(server),
+            credentials.user,
+            credentials.password,
+            credentials.capabilities,
+            credentials.mariadb_capabilities,
+        )
+        pool = self._pools.get(key)
+        if pool is None:
+            p = self._config.pool
+            settings = PoolSettings(
+                max_connections=p.max_connections,
+                wait_timeout=p.wait_timeout,
+                idle_timeout=p.idle_timeout,
+                ping_after=p.ping_after,
+            )
+            where = server.address.name
+            if server.name != where:
+                where = f"{server.name} {where}"
+            name = f"{where} as {credentials.user}"
+            if any(other.name == name for other in self._pools.values()):
+                name += f" #{len(self._pools) + 1}"  # other capabilities: a pool apart
+            pool = self._pools[key] = ConnectionPool(name, settings)
+        return pool
+
+    async def _reap(self) -> None:
+        """Close pooled connections idle past ``pool.idle_timeout``."""
+        while True:
+            await asyncio.sleep(max(0.05, min(self._config.pool.idle_timeout / 4, 5.0)))
+            for pool in list(self._pools.values()):
+                pool.reap()
 
     @property
     def acknowledged(self) -> AcknowledgedWrites:
@@ -230,6 +276,7 @@ class ProxyServer:
         self._listener = await loop.create_server(
             lambda: _ClientEndpoint(self), listen.host, listen.port, backlog=_LISTEN_BACKLOG
         )
+        self._reaper = loop.create_task(self._reap())
         if self._config.admin is not None:
             self._admin = AdminServer(
                 self._config.admin, metrics=self._metrics.render, status=self.status
@@ -390,6 +437,13 @@ class ProxyServer:
                 for session in list(self._sessions.values()):
                     session.abort()
                 await asyncio.wait(pending, timeout=5.0)
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
+        for pool in self._pools.values():
+            pool.close()
         for server in self._servers.values():
             self._stop_monitor(server)
         monitors = list(self._monitor_tasks)
@@ -556,6 +610,10 @@ class ProxyServer:
             sessions=len(self._sessions),
             logins_in_progress=self._gate.pending,
             backends=tuple(backends),
+            pools=tuple(
+                PoolSample(p.name, p.borrowed, p.idle, p.waiting, p.exhausted)
+                for p in self._pools.values()
+            ),
         )
 
     def status(self) -> dict[str, object]:
@@ -570,5 +628,7 @@ class ProxyServer:
             "backends": [
                 server.status(self._knowledge, flavor) for server in self._servers.values()
             ],
+            "multiplexing": self._config.pool.multiplexing,
+            "pools": [pool.status() for pool in self._pools.values()],
             "sessions": [session.status() for session in self._sessions.values()],
         }

@@ -38,7 +38,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, TypeGuard
 
 from consistent.classify import (
     Classification,
@@ -238,7 +238,9 @@ class Session(SlowPath):
     def _backslash_escapes(self) -> bool:
         """False when the session's server says ``NO_BACKSLASH_ESCAPES`` is on."""
         conn = self._conns.get(PRIMARY)
-        return conn is None or not conn.status & _NO_BACKSLASH_ESCAPES
+        if conn is None:
+            return not self.primary_status & _NO_BACKSLASH_ESCAPES
+        return not conn.status & _NO_BACKSLASH_ESCAPES
 
     def _cmd_init_db(self, payload: bytes) -> None:
         schema = payload[1:].decode("utf-8", "surrogateescape")
@@ -246,6 +248,9 @@ class Session(SlowPath):
         def record(relay: ResponseRelay) -> None:
             if relay.error is None:
                 self.policy.record_schema(schema)
+                conn = self._conn
+                if conn is not None and self._multiplex:
+                    conn.applied_seq = self.policy.replay_seq
                 self._schema = schema
                 self._tracer.set_namespace(schema)
 
@@ -379,7 +384,10 @@ class Session(SlowPath):
             raise RemoteProtocolError("COM_STMT_CLOSE is too short")
         client_id = int.from_bytes(payload[1:5], "little")
         self._statements.remove(client_id)
-        for conn in self._conns.values():
+        conns = list(self._conns.values())
+        for pool in self._pools.values():
+            conns.extend(c for c in pool.idle_connections() if c.owner == self.id)
+        for conn in conns:
             backend_id = conn.statements.pop(client_id, None)
             conn.statement_types.pop(client_id, None)
             if backend_id is not None and not conn.closed:
@@ -391,7 +399,7 @@ class Session(SlowPath):
             return
         ps.reset_long_data()
         conn = ps.last_conn
-        if conn is None or conn.closed or ps.client_id not in conn.statements:
+        if not self._holds(conn) or ps.client_id not in conn.statements:
             self._reply_ok()
             return
         wire = frame_command(b"\x1a" + conn.statements[ps.client_id].to_bytes(4, "little"))
@@ -402,7 +410,7 @@ class Session(SlowPath):
         if ps is None:
             return
         conn = ps.last_conn
-        if conn is None or conn.closed or ps.client_id not in conn.statements:
+        if not self._holds(conn) or ps.client_id not in conn.statements:
             self._reply_err(
                 ER.STMT_HAS_NO_OPEN_CURSOR,
                 "HY000",
@@ -412,6 +420,12 @@ class Session(SlowPath):
             return
         body = payload[:1] + conn.statements[ps.client_id].to_bytes(4, "little") + payload[5:]
         self._direct_on(conn, ResponseKind.FETCH, frame_command(body))
+
+    def _holds(self, conn: BackendConnection | None) -> TypeGuard[BackendConnection]:
+        """Whether ``conn`` is open and the session's (not given back to a pool)."""
+        if conn is None or conn.closed:
+            return False
+        return not self._multiplex or self._conns.get(conn.name) is conn
 
     def _cmd_reset_connection(self, _payload: bytes) -> None:
         self._busy = True
@@ -429,6 +443,18 @@ class Session(SlowPath):
 
     def _route(self, stmt: Classification, text: str) -> None:
         self._busy = True
+        if self._follow is not None:
+            if not stmt.follows_previous:
+                self._unreserve()
+            elif self._follow_up_lost():
+                self._reply_err(
+                    ER.UNKNOWN_ERROR,
+                    "HY000",
+                    "The previous statement's connection went to another session (the "
+                    "backend pool was exhausted): its diagnostics are no longer available",
+                    self._reply_seq,
+                )
+                return
         if self._tracing:
             span = self._tracer.statement(text)
             span.__enter__()
@@ -733,6 +759,8 @@ class Session(SlowPath):
         if stmt.schema is not None:
             self._schema = stmt.schema
             self._tracer.set_namespace(stmt.schema)
+        if conn is not None and self._multiplex:
+            conn.applied_seq = self.policy.replay_seq  # it ran there: the connection has it
         if conn is not None and "SESSION_TRACK" in d.sql.upper():
             conn.tracking = None  # the client changed the trackers: re-assert ours
 
@@ -868,8 +896,10 @@ class Session(SlowPath):
             if txn is None
             else {"read_only": txn.read_only, "server": txn.server},
             "pins": list(policy.pins),
+            "pin_reasons": self.pin_reasons(),
             "busy": self._busy,
             "backends": sorted(self._conns),
+            "follow_up": self._follow is not None and not self._follow_up_lost(),
             "prepared_statements": len(self._statements),
             "statements": self.statements,
             "last_target": self.last_target,

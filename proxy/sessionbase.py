@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, Protocol
 
-from consistent.classify import FunctionRules
+from consistent.classify import FunctionRules, PinReason
 from consistent.errnos import CR, ER
 from consistent.errors import Error, OperationalError, RemoteProtocolError
 from consistent.flavors import Flavor
@@ -40,12 +40,14 @@ from consistent.protocol import (
 )
 from consistent.protocol.constants import Capability
 from consistent.telemetry import NOOP_SPAN, StatementSpan, Telemetry
-from proxy.backends import BackendConnection, BackendServer, BackendUnavailable
+from proxy.backends import BackendConnection, BackendServer, BackendUnavailable, Credentials
 from proxy.config import ProxyConfig
+from proxy.errors import PoolExhausted
 from proxy.handshake import (
     Authenticator,
 )
 from proxy.metrics import ProxyMetrics
+from proxy.pool import ConnectionPool, pin_reasons
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay
 from proxy.statements import PreparedStatement, StatementRegistry
 from proxy.stream import PacketEndpoint, frame, renumber
@@ -56,6 +58,8 @@ __all__ = ["Broken", "ReplayFailed", "SessionBase", "SessionHost"]
 logger = logging.getLogger(__name__)
 
 _TRACKING_OWN: Final = Tracking.OWN
+#: Server status flags that bind a session to its connection (see proxy.pool.pin_reasons).
+_BINDING_STATUS: Final = int(ServerStatus.IN_TRANS | ServerStatus.CURSOR_EXISTS)
 _QUERY: Final = ResponseKind.QUERY
 
 
@@ -90,6 +94,10 @@ class SessionHost(Protocol):
 
     @property
     def sessions(self) -> Mapping[int, SessionBase]: ...
+
+    def pool_for(self, server: BackendServer, credentials: Credentials) -> ConnectionPool:
+        """The pool of ``server``'s connections for ``credentials``' login (shared)."""
+        ...
 
 
 class ReplayFailed(Exception):
@@ -162,7 +170,23 @@ class SessionBase:
             ),
         )
         self._user_level = level
+        #: The backend connections the session holds now (with multiplexing: borrowed from
+        #: the shared pools for a statement, or while something binds the session to them).
         self._conns: dict[str, BackendConnection] = {}
+        self._multiplex = config.pool.multiplexing
+        self._pools: dict[str, ConnectionPool] = {}
+        #: The connection given back with the last statement's after-effects
+        #: (``LAST_INSERT_ID()``…), kept for a follow-up statement unless the pool needs it.
+        self._follow: BackendConnection | None = None
+        #: The connection last given back, per server (taken back on the fast path if it is
+        #: still idle and in this session's state).
+        self._parked: dict[str, BackendConnection] = {}
+        # The fingerprint of the session's state, cached with what it was computed from.
+        self._print: object = None
+        self._print_of: tuple[int, str | None, int] = (-1, None, 0)
+        #: The primary's status flags at its last answer (NO_BACKSLASH_ESCAPES, for the
+        #: proxy's own statement parsing, when no primary connection is held).
+        self.primary_status = 0
         self._primary_opened = False
         self._statements = StatementRegistry()
         self._local_infile = config.local_infile and bool(capabilities & Capability.LOCAL_FILES)
@@ -235,6 +259,19 @@ class SessionBase:
         conn = self._conns.get(server)
         return conn.thread_id if conn is not None and not conn.closed else None
 
+    def owns_thread(self, server: str, thread_id: int) -> bool:
+        """Whether server thread ``thread_id`` of ``server`` is this session's: the
+        connection it holds, or (multiplexing) an idle pooled one still in its state."""
+        if self.backend_thread(server) == thread_id:
+            return True
+        pool = self._pools.get(server)
+        if pool is None:
+            return False
+        return any(
+            c.owner == self.id and c.thread_id == thread_id and not c.closed
+            for c in pool.idle_connections()
+        )
+
     def process_row(self) -> ProcessRow:
         """This session as ``SHOW PROCESSLIST`` lists it."""
         busy = self._busy
@@ -301,6 +338,18 @@ class SessionBase:
         conns = list(self._conns.values())
         self._conns.clear()
         quits = []
+        if self._multiplex:
+            self._unreserve()
+            bound = self._bound_servers()
+            kept = []
+            for conn in conns:
+                pool = self._pools.get(conn.name)
+                if pool is not None and conn.name not in bound and not conn.busy:
+                    conn.on_closed = None
+                    pool.give_back(conn, state_key=self._state_key(conn), follow_up=False)
+                else:
+                    kept.append(conn)
+            conns = kept
         for conn in conns:
             conn.on_closed = None
             if conn.busy:
@@ -342,16 +391,106 @@ class SessionBase:
         span = self._span
         if span is not NOOP_SPAN:
             self._span = NOOP_SPAN
+            if self._multiplex and self._conns:
+                bound = self.pin_reasons()
+                if bound:
+                    span.pin(",".join(dict.fromkeys(r for rs in bound.values() for r in rs)))
             span.__exit__(None, None, None)
         self._busy = False
         self._relay = None
         self._decision = None
         self._ps = None
+        if self._multiplex and self._conns:
+            self._give_back()
         if self._draining and not self.policy.in_transaction:
             self.close("shutdown")
             return
         if self._cbuf:
             self._pump()
+
+    # ----------------------------------------------------------------- pooled connections
+
+    def pin_reasons(self) -> dict[str, list[str]]:
+        """Why the session holds each of its connections now (server -> reasons)."""
+        policy = self.policy
+        txn = policy.transaction
+        found: dict[str, list[str]] = {}
+        pins = policy.pins
+        if not policy.autocommit:
+            # Every statement opens a transaction the server keeps until COMMIT.
+            pins = (*pins, PinReason.AUTOCOMMIT_OFF)
+        for name, conn in self._conns.items():
+            reasons = pin_reasons(
+                pins if name == PRIMARY else (),
+                in_transaction=txn is not None and txn.server == name,
+                status=conn.status,
+            )
+            if reasons:
+                found[name] = reasons
+        return found
+
+    def _bound_servers(self) -> set[str]:
+        """The servers whose connection the session cannot give back now."""
+        return set(self.pin_reasons())
+
+    def _state_key(self, conn: BackendConnection) -> object:
+        """The fingerprint of the state ``conn`` holds for this session (``None`` when it
+        is behind the session's log: the next session resets it)."""
+        policy = self.policy
+        if conn.applied_seq < policy.replay_seq:
+            return None
+        return self._fingerprint()
+
+    def _fingerprint(self) -> object:
+        """The session's state as a value: login schema and character set, replay log."""
+        of = (self.policy.replay_seq, self.database, self.charset)
+        if of != self._print_of:
+            self._print_of = of
+            self._print = (self.database, self.charset, self.policy.replay_since(0)[0])
+        return self._print
+
+    def _give_back(self) -> None:
+        """After a command: return the connections nothing binds the session to; the one
+        the command ran on is kept for a follow-up statement while the pool can spare it."""
+        policy = self.policy
+        if policy.autocommit and not policy.in_transaction and not policy.pins:
+            # The common case: only the server's status could bind (read per connection).
+            bound: set[str] | None = None
+        else:
+            bound = self._bound_servers()
+        last = self._conn
+        for name, conn in list(self._conns.items()):
+            if bound is None and conn.status & _BINDING_STATUS:
+                continue
+            if (bound is not None and name in bound) or conn.busy:
+                continue
+            pool = self._pools.get(name)
+            if pool is None:
+                continue
+            del self._conns[name]
+            conn.on_closed = None
+            self._parked[name] = conn
+            if name == PRIMARY:
+                self.primary_status = conn.status
+            follow = conn is last and not conn.lost
+            pool.give_back(conn, state_key=self._state_key(conn), follow_up=follow)
+            if follow:
+                self._unreserve()
+                self._follow = conn
+        self._conn = None
+
+    def _unreserve(self) -> None:
+        """The session no longer needs the connection kept for a follow-up."""
+        follow = self._follow
+        if follow is not None:
+            self._follow = None
+            if follow.reserved_for == self.id:
+                follow.reserved_for = 0
+
+    def _follow_up_lost(self) -> bool:
+        """The connection the previous statement ran on went to another session."""
+        follow = self._follow
+        return follow is not None and (follow.owner != self.id or follow.lost)
 
     def _span_error(self, payload: bytes) -> None:
         try:
@@ -436,6 +575,9 @@ class SessionBase:
         self._reply_err(errno, sqlstate, message, seq)
 
     def _unavailable(self, e: BackendUnavailable) -> None:
+        if isinstance(e, PoolExhausted):
+            self._reply_err(ER.CON_COUNT_ERROR, "08004", e.reason, self._reply_seq)
+            return
         login = e.login_error
         if login is not None and login.errno is not None:
             self._reply_err(login.errno, login.sqlstate or "HY000", login.msg, self._reply_seq)

@@ -28,6 +28,7 @@ from consistent.policy import (
     WaitOutcome,
 )
 from consistent.policy.deadlines import wait_deadline
+from consistent.policy.replay import quote_schema
 from consistent.protocol import (
     parse_change_user,
 )
@@ -39,6 +40,7 @@ from proxy.handshake import (
     MIRRORED_CAPABILITIES,
     AccessDenied,
 )
+from proxy.pool import ConnectionPool, Fit, charset_names
 from proxy.relay import ResponseKind
 from proxy.sessionbase import (
     Broken,
@@ -61,17 +63,116 @@ class SlowPath(ClientInput):
     """The awaiting part of a session (see the module docstring)."""
 
     def _ready_conn(self, target: str) -> BackendConnection | None:
-        """``target``'s connection if it can take a statement right now."""
+        """``target``'s connection if it can take a statement right now (with multiplexing:
+        the session's own idle one, taken back from the pool, if it is in the session's
+        state)."""
         conn = self._conns.get(target)
-        if conn is None or conn.lost:
+        if conn is None:
+            if not self._multiplex:
+                return None
+            conn = self._take_own(target)
+            if conn is None:
+                return None
+        if conn.lost:
             return None
         if target == PRIMARY:
             want = self._fixed_tracking or self.policy.tracking
             if conn.tracking is not want and not self.policy.in_transaction:
                 return None
+            if self._multiplex and conn.applied_seq < self.policy.replay_seq:
+                return None
         elif conn.applied_seq < self.policy.replay_seq:
             return None
         return conn
+
+    def _take_own(self, target: str) -> BackendConnection | None:
+        """The session's own idle connection to ``target``, borrowed again synchronously."""
+        conn = self._parked.get(target)
+        if conn is None or self._closing:
+            return None  # a closing session starts nothing (a read retried after a KILL)
+        pool = self._pools.get(target)
+        if pool is None or not pool.take_own(self.id, conn):
+            return None
+        conn.on_closed = self._backend_closed
+        self._conns[target] = conn
+        return conn
+
+    def _pool(self, target: str, credentials: Credentials) -> ConnectionPool:
+        pool = self._pools.get(target)
+        if pool is None:
+            server = self._servers[target]
+            pool = self._pools[target] = self._host.pool_for(server, credentials)
+        return pool
+
+    async def _borrow(self, target: str) -> BackendConnection:
+        """A pooled connection to ``target``, brought to the session's state (the replay
+        log and GTID tracking follow in :meth:`_connect_ready`)."""
+        server = self._servers.get(target)
+        if server is None:
+            raise BackendUnavailable(target, "not configured for this session")
+        credentials = self._credentials()
+        pool = self._pool(target, credentials)
+        schema = self.database is not None or self._schema is not None
+        conn, fit = await pool.borrow(
+            self.id, self._fingerprint(), lambda: server.connect(credentials), schema=schema
+        )
+        if self._closing:
+            pool.give_back(conn, state_key=None, follow_up=False)
+            raise ConnectionClosed("the session closed")
+        conn.on_closed = self._backend_closed
+        self._conns[target] = conn
+        try:
+            if fit is Fit.RESET:
+                pool.resets += 1
+                await self._reset_pooled(conn)
+            elif fit is Fit.MATCH:
+                self._close_statements(conn)
+                conn.applied_seq = self.policy.replay_seq
+            elif fit is Fit.FRESH:
+                conn.applied_seq = 0
+        except BaseException:
+            if self._conns.get(target) is conn:
+                del self._conns[target]
+            conn.on_closed = None
+            pool.discard(conn)
+            raise
+        if conn.owner != self.id:
+            conn.spare = None  # its sink and callbacks are the previous session's
+        conn.owner = self.id
+        if schema:
+            conn.has_schema = True
+        return conn
+
+    def _close_statements(self, conn: BackendConnection) -> None:
+        """Forget the prepared statements another session left on ``conn`` (closed on the
+        server: COM_STMT_CLOSE has no response)."""
+        for backend_id in conn.statements.values():
+            conn.write(frame_command(b"\x19" + backend_id.to_bytes(4, "little")))
+        conn.statements.clear()
+        conn.statement_types.clear()
+
+    async def _reset_pooled(self, conn: BackendConnection) -> None:
+        """Another session's connection: COM_RESET_CONNECTION (its transaction, temporary
+        tables, variables and statements go), then this session's login character set and
+        schema."""
+        data = await conn.request(frame_command(b"\x1f"), ResponseKind.SIMPLE, timeout=10.0)
+        if data[4:5] != b"\x00":
+            raise ReplayFailed("COM_RESET_CONNECTION failed")
+        conn.statements.clear()
+        conn.statement_types.clear()
+        conn.tracking = None
+        conn.applied_seq = 0
+        conn.max_allowed_packet = None  # the session's value is the global one again
+        statements = []
+        names = charset_names(self.charset)
+        if names is not None:
+            statements.append(f"SET NAMES '{names[0]}' COLLATE '{names[1]}'")
+        if self.database is not None:
+            statements.append(quote_schema(self.database))
+        for sql in statements:
+            result = await conn.query(sql, timeout=10.0)
+            if result.error is not None:
+                raise ReplayFailed(f"{sql}: {result.error.message}")
 
     def _want_tracking(self) -> Tracking:
         return self._fixed_tracking or self.policy.tracking
@@ -101,7 +202,11 @@ class SlowPath(ClientInput):
     async def _connect_ready(self, target: str) -> BackendConnection:
         """``target``'s connection, opened if needed and brought to the session's state."""
         conn = self._conns.get(target)
-        if conn is None or conn.closed:
+        if (conn is None or conn.closed) and self._multiplex:
+            if self._broken is not None:
+                raise Broken(self._broken)
+            conn = await self._borrow(target)
+        elif conn is None or conn.closed:
             if self._broken is not None:
                 raise Broken(self._broken)
             server = self._servers.get(target)
@@ -332,7 +437,20 @@ class SlowPath(ClientInput):
     # ----------------------------------------------------------------- backend connections
 
     async def _reset_backends(self) -> None:
+        self._unreserve()
+        for shared in self._pools.values():
+            for idle in shared.idle_connections():
+                if idle.owner == self.id:
+                    idle.owner = 0  # its state is no longer this session's
+                    idle.state_key = None
         for conn in list(self._conns.values()):
+            pool = self._pools.get(conn.name) if self._multiplex else None
+            if pool is not None and not conn.busy:
+                del self._conns[conn.name]
+                conn.on_closed = None
+                conn.owner = 0
+                pool.give_back(conn, state_key=None, follow_up=False)
+                continue
             self._forget(conn)
         self._statements.clear()
         self._primary_opened = False
@@ -371,6 +489,9 @@ class SlowPath(ClientInput):
             self.close(f"COM_CHANGE_USER failed: {e}")
             return
         await self._reset_backends()
+        # Another user may log in to the servers as another backend account: other pools.
+        self._pools.clear()
+        self._parked.clear()
         self.user = account.name
         self._user_level = account.level
         if request.charset is not None:
@@ -397,7 +518,7 @@ class SlowPath(ClientInput):
         else:
             thread_id = kill.thread_id or 0
             target = sessions.get(thread_id) or next(
-                (s for s in sessions.values() if s.backend_thread(PRIMARY) == thread_id), None
+                (s for s in sessions.values() if s.owns_thread(PRIMARY, thread_id)), None
             )
             if target is None:
                 self._reply_err(

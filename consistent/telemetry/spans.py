@@ -55,6 +55,7 @@ from consistent.telemetry.spanattrs import (
     error_part,
     gtid_part,
     operation_of,
+    part,
     query_part,
     role,
     route_from_decision,
@@ -69,6 +70,7 @@ from consistent.trace import (
     GTID_REQUIRED_ACKNOWLEDGED,
     GTID_REQUIRED_OWN,
     GTID_REQUIRED_SEEN,
+    POOL_PIN_REASON,
     REPLICA_KNOWN_EXECUTED,
     AttributeValue,
     SpanKind,
@@ -150,6 +152,10 @@ class StatementSpan:
 
     def fail(self, exc: BaseException) -> None:
         """The statement failed with ``exc`` without the exception leaving the ``with``."""
+
+    def pin(self, reasons: str) -> None:
+        """The proxy keeps the session's pooled backend connection after the statement, for
+        ``reasons`` (comma-separated pin reasons)."""
 
 
 #: The shared span of the disabled path.
@@ -403,6 +409,7 @@ class _RecordingSpan(StatementSpan):
         "_error",
         "_namespace",
         "_parent",
+        "_pin",
         "_produced",
         "_route",
         "_sql",
@@ -426,6 +433,7 @@ class _RecordingSpan(StatementSpan):
         self._route: tuple[str, str, str | None] | None = None
         self._error: BaseException | None = None
         self._namespace = tracer.namespace
+        self._pin: str | None = None
         self._end = 0
         self._start = _time_ns()
 
@@ -463,6 +471,9 @@ class _RecordingSpan(StatementSpan):
 
     def fail(self, exc: BaseException) -> None:
         self._error = exc
+
+    def pin(self, reasons: str) -> None:
+        self._pin = reasons
 
     # ------------------------------------------------------------------ exporter threads
 
@@ -554,6 +565,8 @@ class _RecordingSpan(StatementSpan):
                 known = waited.known
         if known is not None:
             parts.append(tracer.gtid_part(REPLICA_KNOWN_EXECUTED, known))
+        if self._pin is not None:
+            parts.append(part({POOL_PIN_REASON: self._pin}))
         return parts
 
     def _status(self) -> tuple[StatusCode, str]:

@@ -100,7 +100,9 @@ def test_a_query_above_the_servers_packet_limit_gets_the_servers_1153(
     # it when the server had read its whole command (with more unread, the server's close
     # resets the connection and the client sees 2006 instead).
     server_error = (ER.NET_PACKET_TOO_LARGE, "Got a packet bigger than 'max_allowed_packet' bytes")
-    proxy = make_proxy()
+    # Without multiplexing: a pooled connection keeps the session value of the limit it was
+    # opened with, and the second client must see the server's new global value.
+    proxy = make_proxy(pool={"multiplexing": False})
     conn = connect(proxy, max_allowed_packet=64 * MIB)
     try:
         # One packet, larger than the server's limit from its header on.

@@ -96,3 +96,23 @@ def test_a_read_latest_read_reports_the_route_it_took_after_fetching_the_primary
     assert read[trace.ROUTE_ACTION] == "execute"
     assert read[trace.ROUTE_ROLE] == "replica"
     assert read[trace.SERVER_PORT] in {r.port for r in mariadb_topology.replicas}
+
+
+def test_spans_say_why_the_session_keeps_its_pooled_connection(
+    traced: tuple[ProxyThread, MemoryExporter], mariadb_database: CleanDatabase
+) -> None:
+    by_op = _spans_by_operation(
+        traced,
+        mariadb_database,
+        "CREATE TABLE t (a INT)",
+        "INSERT INTO t VALUES (1)",
+        "START TRANSACTION",
+        "UPDATE t SET a = 2",
+        "COMMIT",
+        "CREATE TEMPORARY TABLE tmp (a INT)",
+        "DELETE FROM t",
+    )
+    assert trace.POOL_PIN_REASON not in by_op["INSERT"][-1]  # given back after it
+    assert by_op["UPDATE"][-1][trace.POOL_PIN_REASON] == "transaction"
+    assert trace.POOL_PIN_REASON not in by_op["COMMIT"][-1]
+    assert by_op["DELETE"][-1][trace.POOL_PIN_REASON] == "temporary_table"

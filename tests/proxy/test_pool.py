@@ -1,0 +1,255 @@
+"""The shared backend pool's bookkeeping (proxy/pool.py), without servers: which idle
+connection a session gets, follow-up reservations, limits, the wait and its deadline, reaping."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from consistent.protocol import ServerStatus
+from proxy.backends import BackendConnection
+from proxy.config import Address
+from proxy.errors import PoolExhausted
+from proxy.pool import (
+    FOLLOW_UP,
+    OPEN_CURSOR,
+    TRANSACTION,
+    ConnectionPool,
+    Fit,
+    PoolSettings,
+    charset_names,
+    pin_reasons,
+)
+
+ADDRESS = Address("127.0.0.1", 3306)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def new_conn(thread: int = 0) -> BackendConnection:
+    return BackendConnection("primary", ADDRESS, max_payload=1 << 24)
+
+
+def pool_with(clock: Clock | None = None, **settings: float) -> ConnectionPool:
+    values = {"max_connections": 2, "wait_timeout": 0.2, "idle_timeout": 60.0, "ping_after": 30.0}
+    values.update(settings)
+    return ConnectionPool(
+        "primary 127.0.0.1:3306 as app",
+        PoolSettings(
+            max_connections=int(values["max_connections"]),
+            wait_timeout=values["wait_timeout"],
+            idle_timeout=values["idle_timeout"],
+            ping_after=values["ping_after"],
+        ),
+        clock=clock or Clock(),
+    )
+
+
+def lent(pool: ConnectionPool, owner: int, key: object = "k") -> BackendConnection:
+    """A connection added to the pool for ``owner`` and given back in state ``key``."""
+    conn = new_conn()
+    pool.add(conn, owner)
+    pool.give_back(conn, state_key=key, follow_up=False)
+    return conn
+
+
+def test_the_session_gets_its_own_connection_back_before_a_matching_one() -> None:
+    pool = pool_with()
+    mine = lent(pool, owner=1, key="a")
+    other = lent(pool, owner=2, key="b")  # the most recently given back
+    found = pool.pick(1, "b", schema=True)
+    assert found == (mine, Fit.OWN)
+    assert pool.idle == 1
+    assert pool.borrowed == 1
+    assert pool.pick(3, "b", schema=True) == (other, Fit.MATCH)
+
+
+def test_another_sessions_state_is_reset_and_a_matching_state_is_not() -> None:
+    pool = pool_with()
+    conn = lent(pool, owner=2, key="state of 2")
+    assert pool.pick(1, "state of 1", schema=True) == (conn, Fit.RESET)
+    pool.give_back(conn, state_key="state of 1", follow_up=False)
+    assert pool.pick(3, "state of 1", schema=True) == (conn, Fit.MATCH)
+
+
+def test_an_unknown_state_never_matches() -> None:
+    pool = pool_with()
+    conn = lent(pool, owner=2, key=None)
+    assert pool.pick(1, None, schema=True) == (conn, Fit.RESET)
+
+
+def test_a_session_without_schema_does_not_get_a_connection_that_had_one() -> None:
+    pool = pool_with()
+    conn = lent(pool, owner=2, key="x")
+    conn.has_schema = True
+    assert pool.pick(1, "y", schema=False) is None
+    assert pool.pick(1, "y", schema=True) == (conn, Fit.RESET)
+
+
+def test_a_follow_up_reservation_keeps_the_connection_for_its_session() -> None:
+    pool = pool_with()
+    conn = new_conn()
+    pool.add(conn, 1)
+    pool.give_back(conn, state_key="k", follow_up=True)
+    assert conn.reserved_for == 1
+    assert pool.pick(2, "k", schema=True) is None  # another session opens its own
+    assert not pool.take_own(2, conn)
+    assert pool.take_own(1, conn)
+    assert conn.reserved_for == 0
+    assert pool.borrowed == 1
+
+
+def test_take_own_only_takes_an_idle_connection_still_in_the_sessions_state() -> None:
+    pool = pool_with(max_connections=3)
+    conn = lent(pool, owner=1)
+    assert pool.pick(2, "other", schema=True) == (conn, Fit.RESET)
+    conn.owner = 2  # what the borrowing session records
+    pool.give_back(conn, state_key="other", follow_up=False)
+    assert not pool.take_own(1, conn)
+    assert pool.take_own(2, conn)
+    assert not pool.take_own(2, conn)  # already borrowed
+
+
+def test_a_connection_idle_past_ping_after_is_not_taken_on_the_fast_path() -> None:
+    clock = Clock()
+    pool = pool_with(clock, ping_after=5.0)
+    conn = lent(pool, owner=1)
+    clock.now += 5.0
+    assert not pool.take_own(1, conn)
+    assert pool.idle == 1
+    assert conn.owner == 1
+
+
+def test_a_busy_connection_given_back_is_closed_not_lent() -> None:
+    pool = pool_with()
+    conn = new_conn()
+    pool.add(conn, 1)
+    conn._pending.append(object())  # type: ignore[arg-type]
+    pool.give_back(conn, state_key="k", follow_up=False)
+    assert pool.idle == 0
+    assert pool.borrowed == 0
+
+
+def test_a_closed_connection_leaves_the_pool() -> None:
+    pool = pool_with()
+    conn = lent(pool, owner=1)
+    assert pool.size == 1
+    conn.connection_lost(None)
+    assert pool.size == 0
+    assert pool.idle == 0
+
+
+def test_reaping_closes_only_connections_idle_past_the_timeout() -> None:
+    clock = Clock()
+    pool = pool_with(clock, idle_timeout=10.0)
+    old = lent(pool, owner=1)
+    clock.now += 6.0
+    young = lent(pool, owner=2)
+    clock.now += 4.0
+    assert pool.reap() == 1
+    assert pool.idle_connections() == [young]
+    assert old not in pool.idle_connections()
+    assert pool.reaped == 1
+
+
+def test_borrow_opens_up_to_the_limit_then_a_waiter_gets_a_returned_connection() -> None:
+    async def scenario() -> None:
+        pool = pool_with(max_connections=2, wait_timeout=5.0)
+        opened: list[BackendConnection] = []
+
+        async def opener() -> BackendConnection:
+            conn = new_conn()
+            opened.append(conn)
+            return conn
+
+        a, fit_a = await pool.borrow(1, "s1", opener, schema=True)
+        b, fit_b = await pool.borrow(2, "s2", opener, schema=True)
+        assert (fit_a, fit_b) == (Fit.FRESH, Fit.FRESH)
+        assert pool.size == 2
+        waiter = asyncio.ensure_future(pool.borrow(3, "s3", opener, schema=True))
+        await asyncio.sleep(0.01)
+        assert not waiter.done()
+        assert pool.waiting == 1
+        pool.give_back(a, state_key="s1", follow_up=False)
+        conn, fit = await asyncio.wait_for(waiter, 1.0)
+        assert conn is a
+        assert fit is Fit.RESET
+        assert len(opened) == 2
+        assert pool.waiting == 0
+        assert b in (c for c in opened)
+
+    asyncio.run(scenario())
+
+
+def test_an_exhausted_pool_answers_1040_after_its_wait_timeout() -> None:
+    async def scenario() -> None:
+        pool = pool_with(max_connections=1, wait_timeout=0.05)
+
+        async def opener() -> BackendConnection:
+            return new_conn()
+
+        await pool.borrow(1, "s", opener, schema=True)
+        with pytest.raises(PoolExhausted) as caught:
+            await pool.borrow(2, "s", opener, schema=True)
+        assert pool.name in caught.value.reason
+        assert "Too many connections" in caught.value.reason
+        assert pool.exhausted == 1
+        assert pool.waiting == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_full_pool_revokes_a_follow_up_reservation_rather_than_wait() -> None:
+    async def scenario() -> None:
+        pool = pool_with(max_connections=1, wait_timeout=0.05)
+
+        async def opener() -> BackendConnection:
+            return new_conn()
+
+        conn, _ = await pool.borrow(1, "s", opener, schema=True)
+        pool.give_back(conn, state_key="s", follow_up=True)
+        again, fit = await pool.borrow(2, "s", opener, schema=True)
+        assert again is conn
+        assert fit is Fit.MATCH
+        assert conn.reserved_for == 0
+        assert pool.revoked == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_failing_opener_frees_its_slot() -> None:
+    async def scenario() -> None:
+        pool = pool_with(max_connections=1)
+
+        async def broken() -> BackendConnection:
+            raise OSError("refused")
+
+        with pytest.raises(OSError):
+            await pool.borrow(1, "s", broken, schema=True)
+        assert pool.size == 0
+
+    asyncio.run(scenario())
+
+
+def test_pin_reasons() -> None:
+    assert pin_reasons((), in_transaction=False, status=int(ServerStatus.AUTOCOMMIT)) == []
+    assert pin_reasons(("temporary_table",), in_transaction=False, status=0) == ["temporary_table"]
+    assert pin_reasons((), in_transaction=False, status=int(ServerStatus.IN_TRANS)) == [TRANSACTION]
+    assert pin_reasons((), in_transaction=True, status=int(ServerStatus.CURSOR_EXISTS)) == [
+        TRANSACTION,
+        OPEN_CURSOR,
+    ]
+    assert FOLLOW_UP not in pin_reasons(("user_variable",), in_transaction=False, status=0)
+
+
+def test_charset_names() -> None:
+    assert charset_names(45) == ("utf8mb4", "utf8mb4_general_ci")
+    assert charset_names(8) == ("latin1", "latin1_swedish_ci")
+    assert charset_names(100000) is None
