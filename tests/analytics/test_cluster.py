@@ -28,10 +28,13 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from analytics.synthetic import SyntheticConfig, generate, otlp_lines
 from pyspark.sql import DataFrame, SparkSession
 
 from analytics.jobs.run import run_all
+
+# The trace generator lives with the benchmarks (appended: no bench script shadows a package).
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
+from _synthetic import SyntheticConfig, generate, otlp_lines
 
 pytestmark = [pytest.mark.spark_cluster, pytest.mark.slow]
 

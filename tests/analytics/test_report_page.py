@@ -1,7 +1,7 @@
 """The report page from a small trace set, read back as HTML: what comes first, what the
 violations table may hold, how replicas are named, which units and scales the charts use.
 
-The traces are synthetic (:mod:`analytics.synthetic`) OTLP-JSON lines whose lag samples name
+The traces are synthetic (:mod:`bench._synthetic`) OTLP-JSON lines whose lag samples name
 the replicas ``replica1`` and ``delayed``; every job runs on them, and the page is parsed with
 the standard library's HTML parser."""
 
@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
-from analytics.synthetic import SyntheticConfig, generate, otlp_lines
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
 
 from analytics import report
 from analytics.jobs.run import RunResult, run_all
+
+# The trace generator lives with the benchmarks (appended: no bench script shadows a package).
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
+from _synthetic import SyntheticConfig, generate, otlp_lines
 
 ADDRESSES = ("10.0.0.11:3306", "10.0.0.12:3306")
 NAMES = ("replica1", "delayed")
