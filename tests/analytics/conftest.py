@@ -8,7 +8,11 @@ stage as a job of its own) is off."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,6 +23,20 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql.types import DataType, StructField, StructType  # noqa: E402
 
 from analytics.spark import SparkSettings, build_session  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def synthetic() -> ModuleType:
+    """``bench/_synthetic.py``, the trace generator the benchmarks use, loaded from its file:
+    ``bench/`` is not put on the path, where its scripts would shadow the packages."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "_synthetic.py"
+    spec = importlib.util.spec_from_file_location("bench_synthetic", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

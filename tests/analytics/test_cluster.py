@@ -25,16 +25,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from analytics.jobs.run import run_all
-
-# The trace generator lives with the benchmarks (appended: no bench script shadows a package).
-sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
-from _synthetic import SyntheticConfig, generate, otlp_lines
 
 pytestmark = [pytest.mark.spark_cluster, pytest.mark.slow]
 
@@ -175,12 +172,19 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def traces(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def traces(
+    spark: SparkSession, synthetic: ModuleType, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     """A few thousand synthetic records as OTLP-JSON lines (one file)."""
-    config = SyntheticConfig(sessions=50, burst_period_s=40.0, first_hop_peak_ms=400.0,
-                             second_hop_peak_ms=200.0, wait_timeout_ms=150.0,
-                             replica_names=("replica1", "replica2"))  # fmt: skip
-    lines = otlp_lines(generate(spark, _RECORDS, config), batch=256)
+    config = synthetic.SyntheticConfig(
+        sessions=50,
+        burst_period_s=40.0,
+        first_hop_peak_ms=400.0,
+        second_hop_peak_ms=200.0,
+        wait_timeout_ms=150.0,
+        replica_names=("replica1", "replica2"),
+    )
+    lines = synthetic.otlp_lines(synthetic.generate(spark, _RECORDS, config), batch=256)
     out = tmp_path_factory.mktemp("cluster-traces") / "traces.jsonl"
     out.write_text("".join(row["value"] + "\n" for row in lines.collect()), encoding="utf-8")
     return out

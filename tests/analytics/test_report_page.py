@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from pathlib import Path
+from types import ModuleType
 
 import pytest
 from pyspark.sql import SparkSession
@@ -20,10 +19,6 @@ from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
 
 from analytics import report
 from analytics.jobs.run import RunResult, run_all
-
-# The trace generator lives with the benchmarks (appended: no bench script shadows a package).
-sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
-from _synthetic import SyntheticConfig, generate, otlp_lines
 
 ADDRESSES = ("10.0.0.11:3306", "10.0.0.12:3306")
 NAMES = ("replica1", "delayed")
@@ -107,8 +102,10 @@ class Page(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def result(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> RunResult:
-    config = SyntheticConfig(
+def result(
+    spark: SparkSession, synthetic: ModuleType, tmp_path_factory: pytest.TempPathFactory
+) -> RunResult:
+    config = synthetic.SyntheticConfig(
         sessions=50,
         replicas=ADDRESSES,
         replica_names=NAMES,
@@ -119,7 +116,7 @@ def result(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Run
         sample_share=0.01,  # samples 200 ms apart: some reads fall between two of them
         wait_timeout_ms=150.0,  # shorter than the bursts: some waits time out
     )
-    lines = otlp_lines(generate(spark, 4000, config), batch=256).collect()
+    lines = synthetic.otlp_lines(synthetic.generate(spark, 4000, config), batch=256).collect()
     traces = tmp_path_factory.mktemp("page-traces") / "traces.jsonl"
     traces.write_text("".join(row["value"] + "\n" for row in lines), encoding="utf-8")
     return run_all(spark, [str(traces)], tmp_path_factory.mktemp("page"))
