@@ -18,13 +18,20 @@ def test_a_connection_lost_while_answering_ends_quietly(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     lost = threading.Event()
+    write = asyncio.StreamWriter.write
     drain = asyncio.StreamWriter.drain
+
+    def lost_write(self: asyncio.StreamWriter, data: bytes | bytearray | memoryview) -> None:
+        # A lost connection delivers nothing: the answer must not reach the client.
+        if not lost.is_set():
+            write(self, data)
 
     async def failing_drain(self: asyncio.StreamWriter) -> None:
         if lost.is_set():
             raise ConnectionResetError("Connection lost")
         await drain(self)
 
+    monkeypatch.setattr(asyncio.StreamWriter, "write", lost_write)
     monkeypatch.setattr(asyncio.StreamWriter, "drain", failing_drain)
     caplog.set_level(logging.DEBUG, logger="consistent.emulator")
     with EmulatorThread() as emu:
