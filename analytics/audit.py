@@ -1,14 +1,22 @@
 """The read-your-writes audit and staleness at read time, from the traces alone.
 
-Both ask what a replica had executed when a read ran there.  The traces say it two ways:
+Both ask what a replica had executed when a read ran there.  The traces say it three ways:
 
 * a lag sample: MySQL's ``last_applied`` GTID (WL#7374, reference §6.1), MariaDB's
   ``@@gtid_slave_pos``, observed between the sample span's start and end;
 * the read's own wait on that replica, when it ended ``satisfied``: the wait set was executed
-  before the read ran.
+  before the read ran;
+* what the router had learnt of that replica (``consistent.replica.known_executed``) and when
+  (``consistent.replica.known_at_ns``: after the answer that taught it, a wait's, the replica's
+  own OK packets' or the monitor's, had arrived), but only when it was learnt *before the read
+  began*: the replica had executed that set by then.  A state learnt at or after the read's
+  start proves nothing, whatever it says, and so does one that a lag sample taken after it
+  was learnt contradicts (the sample shows less than the router claimed to know).
 
-What the routing policy *believed* (``consistent.replica.known_executed``) is deliberately not
-used, so that the audit checks the policy instead of repeating it.
+Only facts observed on the replica count, each with the time it was observed: the route's
+reason (``known_covered``) is never taken as proof, so the audit checks the policy's
+conclusion instead of repeating it.  A recorded known state that lies is still caught when a
+sample after the read shows a required GTID missing (``stale`` wins over ``covered``).
 
 Executed sets only grow, so a sample that ended before the read began is a lower bound of what
 the read saw (*evidence*), and one that began after the read ended is an upper bound
@@ -28,7 +36,8 @@ level required (``consistent.gtid.required``).  The read is
 * ``stale`` when an observation after the read shows a required GTID still missing: the read
   certainly did not see it (a violation that really happened);
 * ``unproven`` otherwise (no sample close enough either way, or a required set recorded only
-  as a digest).
+  as a digest: a MySQL set beyond the size limit is read from its last GTID per source,
+  ``<name>.high``, when the trace has it).
 
 **Staleness.**  For every replica read with evidence: per source, the primary's highest GNO
 when the read began (every ``produced`` set, the required sets of ``read_all_writes`` and
@@ -158,6 +167,13 @@ _DECIDED: Final = StructType(
 )
 
 
+def _gtid(name: str) -> Column:
+    """GTID attribute column ``name``: its text, else (a MySQL set beyond the size limit) its
+    last GTID per source, a subset of the set that reaches as far; the audit reads only the
+    highest GNO per source, which both give alike."""
+    return F.coalesce(F.col(name), F.col(name + "_high"))
+
+
 def _high(text: Column, source: str) -> Column:
     """The highest GNO of ``source`` in GTID text ``text``."""
     return gtid_high_raw(text, source)
@@ -185,7 +201,7 @@ def gtid_sources(statements: DataFrame, lag: DataFrame) -> DataFrame:
     """Every source (``source``: a server UUID, ``uuid:tag`` or a MariaDB domain) a produced or
     required set or a replica's sampled state names; to be collected (a handful)."""
     texts = statements.select(
-        F.explode(F.array("gtid_produced", "gtid_required")).alias("text")
+        F.explode(F.array(_gtid("gtid_produced"), _gtid("gtid_required"))).alias("text")
     ).unionByName(lag.select(_sample_state().alias("text")))
     named = texts.where(F.col("text").isNotNull() & (F.col("text") != ""))
     distinct = named.select(gtid_source_representative(F.col("text")).alias("text")).distinct()
@@ -193,21 +209,37 @@ def gtid_sources(statements: DataFrame, lag: DataFrame) -> DataFrame:
     return distinct.select(F.explode(sources).alias("source")).distinct()
 
 
+def _known_before(read: Column) -> Column:
+    """The read's span records what its replica was known to have executed, learnt strictly
+    before the read began (the known state describes the replica the read ran on: the one its
+    last wait ran on, if it waited)."""
+    at = F.col("replica_known_at_ns")
+    return (
+        read
+        & at.isNotNull()
+        & (at < F.col("start_ns"))
+        & (F.col("wait_target").isNull() | (F.col("wait_target") == F.col("route_target")))
+    )
+
+
 def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
     """One row per read a replica served: its description and, per source ``i``,
     ``req{i}`` (the highest GNO its session had produced before it began, or its level
-    required, whichever is higher) and ``wait{i}`` (what its own satisfied wait on that replica
-    proved executed); ``digest_only`` marks a required set recorded only as its digest.
+    required, whichever is higher), ``wait{i}`` (what its own satisfied wait on that replica
+    proved executed) and ``known{i}`` (what the router knew that replica had executed, learnt
+    at ``known_at_ns``, before the read began: null otherwise); ``digest_only`` marks a
+    required set recorded only as its digest.
 
     The session's earlier writes come from one sort by session: statements of one session run
     one after another, so "before it began" is "earlier in the session".  The GTID texts are
     read into numbers before the sort, so that it moves a few longs per statement; a write
     carries only what orders it and what it produced."""
     read = _replica_read()
-    relevant = statements.where(read | F.col("gtid_produced").isNotNull())
+    relevant = statements.where(read | _gtid("gtid_produced").isNotNull())
     own_wait = (F.col("wait_outcome") == "satisfied") & (
         F.col("wait_target") == F.col("route_target")
     )
+    known = _known_before(read)
     narrow = relevant.select(
         F.col("span_id"),
         F.col("session_id"),
@@ -218,17 +250,22 @@ def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
         F.when(read, F.col("route_target")).alias("replica"),
         F.when(read, F.col("route_reason")).alias("route_reason"),
         F.when(
-            read, F.col("gtid_required").isNull() & F.col("gtid_required_digest").isNotNull()
+            read, _gtid("gtid_required").isNull() & F.col("gtid_required_digest").isNotNull()
         ).alias("digest_only"),
-        *[_high(F.col("gtid_produced"), s).alias(f"_produced{i}") for i, s in enumerate(sources)],
+        *[_high(_gtid("gtid_produced"), s).alias(f"_produced{i}") for i, s in enumerate(sources)],
         *[
-            F.when(read, _high(F.col("gtid_required"), s)).alias(f"_required{i}")
+            F.when(read, _high(_gtid("gtid_required"), s)).alias(f"_required{i}")
             for i, s in enumerate(sources)
         ],
         *[
-            F.when(read & own_wait, _high(F.col("wait_set"), s)).alias(name)
+            F.when(read & own_wait, _high(_gtid("wait_set"), s)).alias(name)
             for s, name in zip(sources, _per_source("wait", sources), strict=True)
         ],
+        *[
+            F.when(known, _high(_gtid("replica_known_executed"), s)).alias(name)
+            for s, name in zip(sources, _per_source("known", sources), strict=True)
+        ],
+        F.when(known, F.col("replica_known_at_ns")).alias("known_at_ns"),
     )
     # The session's hash first: the sort then compares longs, and strings only on a tie.
     earlier = (
@@ -244,6 +281,8 @@ def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
             "digest_only",
             *[F.greatest(b, F.col(f"_required{i}")).alias(f"req{i}") for i, b in enumerate(before)],
             *_per_source("wait", sources),
+            *_per_source("known", sources),
+            "known_at_ns",
         )
         .where(F.col("_read"))
         .drop("_read")
@@ -272,11 +311,11 @@ def primary_state(statements: DataFrame, lag: DataFrame, sources: Sequence[str])
     the statement's end) and MariaDB samples' ``@@gtid_binlog_pos`` (at the sample's end)."""
     from_primary = F.col("level").isin("read_all_writes", "read_latest")
     texts = statements.where(
-        F.col("gtid_produced").isNotNull() | (from_primary & F.col("gtid_required").isNotNull())
+        _gtid("gtid_produced").isNotNull() | (from_primary & _gtid("gtid_required").isNotNull())
     ).select(
         F.col("end_ns").alias("at_ns"),
         F.concat_ws(
-            ",", F.col("gtid_produced"), F.when(from_primary, F.col("gtid_required"))
+            ",", _gtid("gtid_produced"), F.when(from_primary, _gtid("gtid_required"))
         ).alias("text"),
     )
     binlog = lag.where(F.col("lag_primary_gtid_binlog_pos").isNotNull()).select(
@@ -294,10 +333,10 @@ def primary_state(statements: DataFrame, lag: DataFrame, sources: Sequence[str])
 def commits(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
     """``(at_ns, source, high)``: when each produced set's highest GNO per source committed
     (its statement's end)."""
-    writes = statements.where(F.col("gtid_produced").isNotNull())
+    writes = statements.where(_gtid("gtid_produced").isNotNull())
     entries = F.array(
         *[
-            F.struct(F.lit(s).alias("source"), _high(F.col("gtid_produced"), s).alias("high"))
+            F.struct(F.lit(s).alias("source"), _high(_gtid("gtid_produced"), s).alias("high"))
             for s in sources
         ]
     )

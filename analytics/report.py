@@ -53,8 +53,8 @@ _LEVEL_COLORS: Final = {
 }
 #: Why the audit could not decide a read (``analytics.audit.unproven_reason``).
 UNPROVEN_REASONS: Final = {
-    "no_sample_before": "no lag sample of the replica before the read (nor the read's own wait) "
-    "shows the required source at all",
+    "no_sample_before": "no lag sample of the replica before the read (nor the read's own wait, "
+    "nor what the router had learnt of the replica before it) shows the required source at all",
     "no_sample_after": "the last evidence before the read lacked the required GTID, and no lag "
     "sample of the replica after the read tells whether it was still missing",
     "applied_between": "the replica applied the required GTID between the last sample before "
@@ -791,8 +791,9 @@ def _unproven(data: ReportData) -> str:
         f'<h2 id="unproven">Unproven reads of guaranteed levels ({total:,})</h2>'
         "<details><summary>Replica reads the audit could neither show covered nor prove stale, "
         "by level and why</summary>"
-        '<p class="note">Not violations: the traces hold no lag sample close enough to the read '
-        "to decide. Sampling the replicas more often decides more of them.</p>"
+        '<p class="note">Not violations: the traces hold no lag sample, wait or replica state '
+        "learnt before the read close enough to decide. Sampling the replicas more often "
+        "decides more of them.</p>"
         f"{by_reason}{examples}</details>"
     )
 

@@ -147,7 +147,7 @@ def _i(name: str) -> StructField:
 
 
 def _gtid(name: str) -> tuple[StructField, ...]:
-    return (_s(name), _i(name + ".count"), _s(name + ".digest"))
+    return (_s(name), _i(name + ".count"), _s(name + ".digest"), _s(name + ".high"))
 
 
 # --- the statement record ------------------------------------------------------------------------
@@ -186,6 +186,8 @@ _STATEMENT_ATTRIBUTES: Final = (
     _i("consistent.wait.count"),
     *_gtid("consistent.gtid.produced"),
     *_gtid("consistent.replica.known_executed"),
+    _i("consistent.replica.known_at_ns"),
+    _s("consistent.replica.known_source"),
 )
 
 #: One statement span: base columns, then one typed column per contract attribute.

@@ -130,7 +130,8 @@ class ReadLookups:
 
 def lookup_fields(sources: int) -> list[str]:
     """The columns :func:`look_up_batch` adds, per source ``i``: ``low{i}`` (what the replica
-    had executed when the read began: the evidence or the read's own wait ``wait{i}``),
+    had executed when the read began: the evidence, the read's own wait ``wait{i}``, or what
+    the router knew ``known{i}`` unless a sample contradicts it, see :func:`look_up_batch`),
     ``high{i}`` (the observation after it ended), ``primary{i}`` and ``oldest{i}`` (when the
     first transaction above ``low{i}`` committed)."""
     return [f"{name}{i}" for i in range(sources) for name in ("low", "high", "primary", "oldest")]
@@ -146,9 +147,28 @@ def _arrow(values: Int64s) -> Any:
     return pa.array(values, type=pa.int64(), mask=values == MISSING)
 
 
+def _credible_known(
+    batch: Any, lookups: ReadLookups, masks: dict[str, Any], shape: tuple[int, ...]
+) -> Any:
+    """Per read, whether its ``known{i}`` (learnt at ``known_at_ns``) may be believed: no lag
+    sample of its replica that began at or after ``known_at_ns`` shows less applied, for any
+    source.  A record a later sample contradicts is false, and proves nothing."""
+    at = _longs(batch.column("known_at_ns"))
+    credible = np.ones(shape, dtype=bool)
+    for i in range(lookups.sources()):
+        known = _longs(batch.column(f"known{i}"))
+        upper = np.full(shape, MISSING, dtype=np.int64)
+        for name, mask in masks.items():
+            if mask.any():
+                upper[mask] = lookups.observation[name][i](at[mask])
+        credible &= (known == MISSING) | (upper == MISSING) | (known <= upper)
+    return credible
+
+
 def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
-    """``batch`` (a ``pyarrow.RecordBatch`` with ``replica``, ``start_ns``, ``end_ns`` and
-    ``wait{i}``) with the :func:`lookup_fields` columns appended."""
+    """``batch`` (a ``pyarrow.RecordBatch`` with ``replica``, ``start_ns``, ``end_ns``,
+    ``wait{i}``, ``known{i}`` and ``known_at_ns``) with the :func:`lookup_fields` columns
+    appended."""
     start = _longs(batch.column("start_ns"))
     end = _longs(batch.column("end_ns"))
     replica = batch.column("replica")
@@ -156,6 +176,7 @@ def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
         name: pc.fill_null(pc.equal(replica, name), False).to_numpy(zero_copy_only=False)
         for name in lookups.evidence
     }
+    credible = _credible_known(batch, lookups, masks, start.shape)
     added: dict[str, Any] = {}
     for i in range(lookups.sources()):
         evidence = np.full(start.shape, MISSING, dtype=np.int64)
@@ -164,8 +185,9 @@ def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
             if mask.any():
                 evidence[mask] = lookups.evidence[name][i](start[mask])
                 observed[mask] = lookups.observation[name][i](end[mask])
+        known = np.where(credible, _longs(batch.column(f"known{i}")), MISSING)
         # MISSING is the smallest integer: the maximum ignores it, as Spark's greatest does.
-        low = np.maximum(evidence, _longs(batch.column(f"wait{i}")))
+        low = np.maximum(np.maximum(evidence, _longs(batch.column(f"wait{i}"))), known)
         added[f"low{i}"] = low
         added[f"high{i}"] = observed
         added[f"primary{i}"] = lookups.primary[i](start)

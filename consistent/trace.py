@@ -24,7 +24,8 @@ line, see :mod:`consistent.telemetry.exporter`).  Two kinds exist, told apart by
 
 A GTID set is recorded as text (single line, mysqld's format, or MariaDB's
 ``domain-server-seq`` list) up to a configured size; beyond it the text attribute is left out
-and ``<name>.digest`` (``sha256:`` + hex of the text) stands in for it.  ``<name>.count`` is
+and ``<name>.digest`` (``sha256:`` + hex of the text) stands in for it, with, for a MySQL set,
+``<name>.high``: the last GTID of each source (``uuid:N``), when that fits.  ``<name>.count`` is
 always there: the number of transactions in a MySQL set, the number of domains in a MariaDB
 position.
 
@@ -161,11 +162,23 @@ GTID_PRODUCED: Final = "consistent.gtid.produced"
 #: What the replica (the one the statement ran on, else the last one waited on) was known to
 #: have executed when the decision was taken.
 REPLICA_KNOWN_EXECUTED: Final = "consistent.replica.known_executed"
+#: When the process learnt :data:`REPLICA_KNOWN_EXECUTED` (the last time it grew), in
+#: nanoseconds since the epoch, on the clock of the span's own start and end: read after the
+#: answer that taught it arrived, so the replica had executed the whole known set by then.
+#: Earlier than the span's start, it is evidence of what the replica had when the read ran.
+REPLICA_KNOWN_AT_NS: Final = "consistent.replica.known_at_ns"
+#: What last raised :data:`REPLICA_KNOWN_EXECUTED` (a :data:`KNOWN_SOURCES` value): a wait
+#: that succeeded there, the replica's own OK packets (MySQL ``ALL_GTIDS`` tracking on a
+#: replica connection), or a poll of the background monitor.
+REPLICA_KNOWN_SOURCE: Final = "consistent.replica.known_source"
 
 #: Suffix of the transaction (MySQL) or domain (MariaDB) count of a GTID attribute.
 COUNT_SUFFIX: Final = ".count"
 #: Suffix of the digest that replaces a GTID attribute's text beyond the configured size.
 DIGEST_SUFFIX: Final = ".digest"
+#: Suffix of a MySQL set's last GTID per source (``uuid:N,uuid2:M``, a subset of the set that
+#: reaches as far), recorded beside the digest when the text is left out.
+HIGH_SUFFIX: Final = ".high"
 #: Prefix of every digest value.
 DIGEST_PREFIX: Final = "sha256:"
 
@@ -369,6 +382,11 @@ def _gtid_attribute(name: str, what: str) -> tuple[AttributeSpec, ...]:
             f"{what}: transactions (MySQL) or domains (MariaDB)",
         ),
         AttributeSpec(name + DIGEST_SUFFIX, AttrType.STRING, f"{what}: digest beyond the limit"),
+        AttributeSpec(
+            name + HIGH_SUFFIX,
+            AttrType.STRING,
+            f"{what}: beyond the limit, the last GTID of each source (MySQL)",
+        ),
     )
 
 
@@ -411,6 +429,8 @@ STATEMENT_KINDS: Final = (
 ROUTE_ACTIONS: Final = ("execute", "defer", "fail", "wait", "fetch_primary_state")
 #: Values of :data:`WAIT_OUTCOME`.
 WAIT_OUTCOMES: Final = ("none", "satisfied", "timeout", "error")
+#: Values of :data:`REPLICA_KNOWN_SOURCE` (``consistent.policy.knowledge.KnownSource``).
+KNOWN_SOURCES: Final = ("wait", "tracked", "monitor")
 #: Values of :data:`ROUTE_ROLE`.
 ROLES: Final = ("primary", "replica")
 #: Values of :data:`DB_SYSTEM_NAME`.
@@ -462,6 +482,18 @@ STATEMENT_ATTRIBUTES: Final = (
     AttributeSpec(WAIT_COUNT, AttrType.INT, "number of waits", True),
     *_gtid_attribute(GTID_PRODUCED, "GTIDs the statement produced"),
     *_gtid_attribute(REPLICA_KNOWN_EXECUTED, "the replica's known executed state"),
+    AttributeSpec(
+        REPLICA_KNOWN_AT_NS,
+        AttrType.INT,
+        "when the known executed state was learnt (ns since the epoch, the span's clock)",
+    ),
+    AttributeSpec(
+        REPLICA_KNOWN_SOURCE,
+        AttrType.STRING,
+        "what last raised the known executed state",
+        False,
+        KNOWN_SOURCES,
+    ),
 )
 
 

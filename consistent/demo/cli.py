@@ -274,7 +274,8 @@ def _finish(console: Console, rows: Sequence[HeadlineRow], result: RunResult | N
         console.print(
             "RYW violations: replica reads the audit proved stale (it saw, after the read, "
             "that the replica still lacked one of the session's writes); unproven: no lag "
-            "sample close enough to decide.  Stale reads seen by clients: reads that returned "
+            "sample, wait or replica state learnt before the read close enough to decide.  "
+            "Stale reads seen by clients: reads that returned "
             "an older value than the session had just written / all reads."
         )
         for note in result.data.notes:

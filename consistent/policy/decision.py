@@ -5,8 +5,8 @@ and :class:`~consistent.policy.session.SessionPolicy`: ``route()`` gives a first
 :class:`Decision`; when its action is ``FETCH_PRIMARY_STATE`` or ``WAIT`` the driver does that
 and reports the result, and gets the next decision, until one says ``EXECUTE`` (run the
 statement), ``DEFER`` (send nothing now) or ``FAIL`` (raise ``decision.error``).  Each decision
-carries everything a trace needs: the reason, the required set, the replica's known state and
-the wait set.
+carries everything a trace needs: the reason, the required set, the replica's known state (and
+when and how it was learnt) and the wait set.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from consistent.errors import Error
 from consistent.gtid import GtidState
 from consistent.policy._fast import frozen_factory
 from consistent.policy.config import Level
+from consistent.policy.knowledge import Learned
 
 __all__ = [
     "PRIMARY",
@@ -143,6 +144,8 @@ class Decision:
     required: GtidState | None = None
     #: What ``target`` was known to have executed when this decision was taken.
     known: GtidState | None = None
+    #: When and how ``known`` was learnt (the evidence a trace gives of it).
+    learned: Learned | None = None
     #: For ``WAIT``: the part of ``required`` the replica must still reach.
     wait_set: GtidState | None = None
     #: For ``WAIT``: seconds the wait may take.

@@ -30,6 +30,11 @@ The estimate is the larger of the two, refreshed every poll.  A wait that timed 
 at least the wait's timeout until the monitor sees the replica apply something newer.  The
 policy does not wait on a replica whose estimate reaches ``wait_timeout``: the wait would time
 out (DESIGN step 4).  All of it is lower bounds, so a replica that could serve is rarely skipped.
+
+Evidence: each view also says when its executed state was learnt (:class:`Learned`: the wall
+clock reading of the last time the state grew, and what made it grow), so that a statement's
+span can show the audit *why* its replica was known to cover the read and since when (a state
+learnt before the read began is proof that the replica had it when the read ran).
 """
 
 from __future__ import annotations
@@ -40,15 +45,40 @@ import time
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from consistent.gtid import GtidState
 from consistent.policy.states import covers, merge
 
-__all__ = ["ReplicaKnowledge", "ReplicaView", "process_knowledge"]
+__all__ = ["KnownSource", "Learned", "ReplicaKnowledge", "ReplicaView", "process_knowledge"]
 
 #: Primary states kept to estimate lag (one per monitor poll that saw the primary move: at
 #: 200 ms polls under constant writes, the last 3 minutes and a half).
 HISTORY_LIMIT = 1024
+
+
+class KnownSource(StrEnum):
+    """What last raised a replica's known executed state (``consistent.replica.known_source``
+    in the traces)."""
+
+    #: A wait for a set on that replica succeeded.
+    WAIT = "wait"
+    #: The replica's OK packets reported its executed state (MySQL ``ALL_GTIDS`` tracking on
+    #: a replica connection).
+    TRACKED = "tracked"
+    #: The background monitor read it in a poll.
+    MONITOR = "monitor"
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """When the process learnt a replica's known executed state, and from what: ``at_ns`` is
+    the wall clock (``time.time_ns``, the clock of the spans) read after the answer that
+    raised it last arrived, so the replica had executed the whole state by then (a state only
+    grows, and every earlier part of it was learnt earlier still)."""
+
+    at_ns: int
+    source: KnownSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +107,8 @@ class ReplicaView:
     last_pick: int = 0
     #: Clock reading when the last successful monitor poll started.
     polled_at: float | None = None
+    #: When and how ``executed`` was learnt (its last growth); ``None`` when it is.
+    learned: Learned | None = None
 
     def healthy(self, now: float) -> bool:
         """True unless the replica is inside its cool-down."""
@@ -126,7 +158,9 @@ class ReplicaKnowledge:
     failure, doubled per consecutive failure up to ``max_cooldown``; ``lag_smoothing`` is the
     weight of a new observation in the lag estimate's moving average; a lag estimate or an
     executed state older than ``ttl`` seconds is not used to rank replicas (an executed state
-    is still used to skip waits: it never stops being true).
+    is still used to skip waits: it never stops being true).  ``wall_clock`` (nanoseconds
+    since the epoch) dates what is learnt for the traces (:class:`Learned`): it must be the
+    clock the spans read.
     """
 
     def __init__(
@@ -137,8 +171,10 @@ class ReplicaKnowledge:
         max_cooldown: float = 30.0,
         lag_smoothing: float = 0.3,
         ttl: float = 2.0,
+        wall_clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self._clock = clock
+        self._wall_clock = wall_clock
         self._cooldown = cooldown
         self._max_cooldown = max_cooldown
         self._alpha = lag_smoothing
@@ -186,6 +222,7 @@ class ReplicaKnowledge:
             picks.count,
             picks.last,
             view.polled_at,
+            view.learned,
         )
 
     def views(self, names: Iterable[str]) -> tuple[ReplicaView, ...]:
@@ -218,14 +255,25 @@ class ReplicaKnowledge:
         self._views[name] = view
         return view
 
-    def record_executed(self, name: str, state: GtidState) -> None:
-        """``name`` has executed at least ``state`` (wait, ALL_GTIDS tracking, monitor poll)."""
+    def _learned(self, source: KnownSource) -> Learned:
+        return Learned(self._wall_clock(), source)
+
+    def record_executed(
+        self, name: str, state: GtidState, source: KnownSource = KnownSource.TRACKED
+    ) -> None:
+        """``name`` has executed at least ``state``, as ``source`` showed (by default what
+        its OK packets reported: ALL_GTIDS tracking)."""
         with self._lock:
             current = self._views.get(name)
             known = current.executed if current is not None else None
             merged = merge(known, state)
             if current is None or merged != known:
-                self._update(name, executed=merged, executed_at=self._clock())
+                self._update(
+                    name,
+                    executed=merged,
+                    executed_at=self._clock(),
+                    learned=self._learned(source),
+                )
 
     def record_wait(
         self, name: str, waited: GtidState, *, reached: bool, duration: float, timeout: float
@@ -244,8 +292,19 @@ class ReplicaKnowledge:
                 lag = max(lag, timeout)
             now = self._clock()
             if reached:
-                executed = merge(current.executed, waited)
-                self._update(name, executed=executed, executed_at=now, lag=lag, lag_at=now)
+                known = current.executed
+                executed = merge(known, waited)
+                learned = current.learned
+                if executed != known or learned is None:
+                    learned = self._learned(KnownSource.WAIT)
+                self._update(
+                    name,
+                    executed=executed,
+                    executed_at=now,
+                    lag=lag,
+                    lag_at=now,
+                    learned=learned,
+                )
             else:
                 self._update(name, lag=lag, lag_at=now)
 
@@ -310,11 +369,15 @@ class ReplicaKnowledge:
         with self._lock:
             current = self._views.get(name) or ReplicaView(name)
             now = self._clock()
+            known = current.executed
+            executed = merge(known, state)
             changes: dict[str, object] = {
-                "executed": merge(current.executed, state),
+                "executed": executed,
                 "executed_at": now,
                 "polled_at": started,
             }
+            if executed != known or current.learned is None:
+                changes["learned"] = self._learned(KnownSource.MONITOR)
             lag = self._estimate_lag(primary, current, state, started)
             if lag is not None:
                 changes["lag"] = lag
@@ -341,6 +404,7 @@ class ReplicaKnowledge:
                 name,
                 executed=None,
                 executed_at=None,
+                learned=None,
                 failures=failures,
                 failed_at=now,
                 unhealthy_until=now + pause,

@@ -96,7 +96,7 @@ from consistent.policy.decision import (
     WaitOutcome,
     new_decision,
 )
-from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView
+from consistent.policy.knowledge import Learned, ReplicaKnowledge, ReplicaView
 from consistent.policy.replay import SCHEMA_KEY, SessionStateLog, quote_schema
 from consistent.policy.selection import best_replica
 from consistent.policy.states import (
@@ -514,6 +514,7 @@ class SessionPolicy:
                 None,
                 None,
                 None,
+                None,
                 (),
                 (),
                 None,
@@ -556,6 +557,7 @@ class SessionPolicy:
             return self._route_read(_Seed(stmt, level, sql), fetched=False)
         name = best.name
         known = best.executed
+        learned = best.learned
         self._knowledge.record_pick(name)
         current = self._required
         last = self._last_replica.get(name)
@@ -565,6 +567,7 @@ class SessionPolicy:
             and last.reason is reason
             and last.required is current
             and last.known is known
+            and last.learned is learned
             and last.sources is sources
             and last.level is level
             and last.sql == sql
@@ -580,6 +583,7 @@ class SessionPolicy:
             None,
             current,
             known,
+            learned,
             None,
             None,
             (),
@@ -658,7 +662,9 @@ class SessionPolicy:
                 replica, wait_set, reached=True, duration=duration, timeout=timeout
             )
             knowledge.record_success(replica)
-            return self._on_replica(decision, replica, Reason.WAITED, decision.known)
+            return self._on_replica(
+                decision, replica, Reason.WAITED, decision.known, decision.learned
+            )
         tried = replace(decision, tried=(*decision.tried, replica))
         if outcome is WaitOutcome.FAILED:
             knowledge.record_failure(replica)
@@ -834,6 +840,7 @@ class SessionPolicy:
         detail: str | None = None,
         *,
         known: GtidState | None = None,
+        learned: Learned | None = None,
         wait_set: GtidState | None = None,
         wait_timeout: float | None = None,
         prelude: tuple[tuple[str, str], ...] = (),
@@ -850,6 +857,7 @@ class SessionPolicy:
             detail,
             self._required,
             known,
+            learned,
             wait_set,
             wait_timeout,
             seed.tried,
@@ -866,10 +874,16 @@ class SessionPolicy:
         return self._step(seed, Action.EXECUTE, PRIMARY, reason, detail, prelude=prelude)
 
     def _on_replica(
-        self, seed: _SeedLike, replica: str, reason: Reason, known: GtidState | None
+        self,
+        seed: _SeedLike,
+        replica: str,
+        reason: Reason,
+        known: GtidState | None,
+        learned: Learned | None,
     ) -> Decision:
         """Run ``seed``'s statement on ``replica`` (a deferred read-only transaction starts
-        there).  After a wait, the decision keeps the wait set for tracing."""
+        there), known to have executed ``known`` (learnt as ``learned`` says).  After a
+        wait, the decision keeps the wait set for tracing."""
         self._knowledge.record_pick(replica)
         prelude: tuple[tuple[str, str], ...] = ()
         txn = self._txn
@@ -888,6 +902,7 @@ class SessionPolicy:
             "hint" if hint is not None and hint.target is RouteTarget.REPLICA else None,
             self._required,
             known,
+            learned,
             seed.wait_set if reason is Reason.WAITED else None,
             None,
             seed.tried,
@@ -941,8 +956,15 @@ class SessionPolicy:
             return self._step(
                 seed, Action.EXECUTE, PRIMARY, reason, detail, prelude=((server, END_TRANSACTION),)
             )
-        known = self._knowledge.view(server).executed
-        return self._step(seed, Action.EXECUTE, server, Reason.IN_TRANSACTION, known=known)
+        view = self._knowledge.view(server)
+        return self._step(
+            seed,
+            Action.EXECUTE,
+            server,
+            Reason.IN_TRANSACTION,
+            known=view.executed,
+            learned=view.learned,
+        )
 
     def _read_only_violation(self, seed: _SeedLike, server: str) -> Decision:
         error = OperationalError(
@@ -990,14 +1012,18 @@ class SessionPolicy:
             )
         best, covered = found
         if eventual:
-            return self._on_replica(seed, best.name, Reason.EVENTUAL, best.executed)
+            return self._on_replica(seed, best.name, Reason.EVENTUAL, best.executed, best.learned)
         if not fetched and level is Level.READ_LATEST:
             return self._step(seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, level.value)
         # Past eventual, ``required`` is the session's required set, which ``covered`` judged.
         if not required:
-            return self._on_replica(seed, best.name, Reason.NOTHING_REQUIRED, best.executed)
+            return self._on_replica(
+                seed, best.name, Reason.NOTHING_REQUIRED, best.executed, best.learned
+            )
         if covered:
-            return self._on_replica(seed, best.name, Reason.KNOWN_COVERED, best.executed)
+            return self._on_replica(
+                seed, best.name, Reason.KNOWN_COVERED, best.executed, best.learned
+            )
         timeout = self._config.wait_timeout
         knowledge = self._knowledge
         lag = best.current_lag(knowledge.now(), knowledge.ttl)
@@ -1013,6 +1039,7 @@ class SessionPolicy:
             best.name,
             Reason.WAITED,
             known=best.executed,
+            learned=best.learned,
             wait_set=lacking,
             wait_timeout=timeout,
         )

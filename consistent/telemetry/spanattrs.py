@@ -2,9 +2,10 @@
 
 Attributes come in groups ("parts"): the session's (kind, system, session id), the route's
 (address, target, role, reason, level, statement kind, operation…), the required set, the
-wait, the known state, the produced GTIDs, the failure.  Each part is kept both as a dict (for
-:class:`~consistent.telemetry.records.SpanRecord` and the SDK exporters) and as its OTLP JSON
-text (for the file), built from the dict, so the two can never disagree.
+wait, the known state (and when it was learnt), the produced GTIDs, the failure.  Each part is
+kept both as a dict (for :class:`~consistent.telemetry.records.SpanRecord` and the SDK
+exporters) and as its OTLP JSON text (for the file), built from the dict, so the two can never
+disagree.
 
 Most statements of a process share a handful of routes and a session's required set changes
 only on writes, so the route parts are cached per pipeline (keyed by the decision's shape) and
@@ -33,6 +34,8 @@ from consistent.trace import (
     ERROR_TYPE,
     LEVEL,
     RECORD_KIND,
+    REPLICA_KNOWN_AT_NS,
+    REPLICA_KNOWN_SOURCE,
     ROUTE_ACTION,
     ROUTE_DETAIL,
     ROUTE_PINNED_REASON,
@@ -56,6 +59,7 @@ from consistent.trace import (
 if TYPE_CHECKING:
     from consistent.gtid import GtidState
     from consistent.policy import Decision
+    from consistent.policy.knowledge import Learned
 
 __all__ = [
     "NO_WAIT",
@@ -65,6 +69,7 @@ __all__ = [
     "collection_of",
     "error_part",
     "gtid_part",
+    "learned_part",
     "operation_of",
     "part",
     "query_part",
@@ -264,6 +269,12 @@ def gtid_part(name: str, state: GtidState, max_chars: int) -> Part:
     attributes: dict[str, AttributeValue] = {}
     put_gtid_attributes(attributes, name, state, max_chars)
     return part(attributes)
+
+
+def learned_part(learned: Learned) -> Part:
+    """When the process learnt the replica's known state (wall clock, the spans' own clock),
+    and what raised it last: a wait, its OK packets' tracker, the monitor."""
+    return part({REPLICA_KNOWN_AT_NS: learned.at_ns, REPLICA_KNOWN_SOURCE: str(learned.source)})
 
 
 def wait_part(

@@ -54,6 +54,7 @@ from consistent.telemetry.spanattrs import (
     collection_of,
     error_part,
     gtid_part,
+    learned_part,
     operation_of,
     part,
     query_part,
@@ -80,6 +81,7 @@ from consistent.trace import (
 if TYPE_CHECKING:
     from consistent.gtid import GtidState
     from consistent.policy import Decision
+    from consistent.policy.knowledge import Learned
     from consistent.telemetry.config import TelemetryConfig
     from consistent.telemetry.metrics import RoutingMetrics
 
@@ -211,6 +213,7 @@ class RecordingTracer(StatementTracer):
         "_always",
         "_gtid_parts",
         "_keep_unsampled",
+        "_learned_part",
         "_names",
         "_parent_based",
         "_ratio",
@@ -275,6 +278,9 @@ class RecordingTracer(StatementTracer):
         # Exporter threads only: the last GTID part built per attribute name, by identity of
         # the (immutable) state.
         self._gtid_parts: dict[str, tuple[GtidState, Part]] = {}
+        # Exporter threads only: the last part built of when a known state was learnt, by
+        # identity of the (immutable) record.
+        self._learned_part: tuple[Learned, Part] | None = None
         #: Exporter threads only: the attributes text of statements routed without a
         #: decision and that did not wait, by text (and route when one was given).
         self.plain: dict[str | tuple[str, tuple[str, str, str | None]], str] = {}
@@ -372,6 +378,15 @@ class RecordingTracer(StatementTracer):
             return cached[1]
         built = gtid_part(name, state, self.config.max_gtid_chars)
         self._gtid_parts[name] = (state, built)
+        return built
+
+    def learned_part(self, learned: Learned) -> Part:
+        """The part of when and how a known state was learnt; rebuilt only when it changes."""
+        cached = self._learned_part
+        if cached is not None and cached[0] is learned:
+            return cached[1]
+        built = learned_part(learned)
+        self._learned_part = (learned, built)
         return built
 
     def plain_parts(self, sql: str, route: tuple[str, str, str | None] | None) -> list[Part]:
@@ -537,6 +552,7 @@ class _RecordingSpan(StatementSpan):
         config = tracer.config
         parts = [tracer.session_part]
         known = None
+        learned = None
         if decision is not None:
             parts.append(route_from_decision(tracer.routes, decision, tracer.address))
             if decision.required is not None:
@@ -551,6 +567,7 @@ class _RecordingSpan(StatementSpan):
                 if sources.acknowledged is not None:
                     parts.append(tracer.gtid_part(GTID_REQUIRED_ACKNOWLEDGED, sources.acknowledged))
             known = decision.known
+            learned = decision.learned
         else:
             where = self._route or _DEFAULT_ROUTE
             parts.append(route_without_decision(tracer.routes, where, self._sql, tracer.address))
@@ -562,9 +579,11 @@ class _RecordingSpan(StatementSpan):
             waited, outcome, count, total = wait
             parts.append(wait_part(waited, outcome, count, total, config.max_gtid_chars))
             if known is None:
-                known = waited.known
+                known, learned = waited.known, waited.learned
         if known is not None:
             parts.append(tracer.gtid_part(REPLICA_KNOWN_EXECUTED, known))
+            if learned is not None:
+                parts.append(tracer.learned_part(learned))
         if self._pin is not None:
             parts.append(part({POOL_PIN_REASON: self._pin}))
         return parts

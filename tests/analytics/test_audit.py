@@ -312,3 +312,92 @@ def test_mariadb_positions(spark: SparkSession) -> None:
         [Row(status="stale", behind_transactions=2, behind_ms=10.0, required_high=42,
              executed_low=40, executed_high=41)],
     )  # fmt: skip
+
+
+V = "4f0c9d1a-71ca-11e1-9e33-c80aa9429562"
+KNOWN = f"{U}:1-7,{V}:1-3"
+
+
+def _known(  # noqa: PLR0917 (one row of the trace per line)
+           span: str, start: int, end: int, replica: str, known_at: int | None,
+           known: str = KNOWN, reason: str = "known_covered",
+           **columns: object) -> dict[str, object]:  # fmt: skip
+    """A read of session K (``known_covered`` unless ``reason`` says otherwise) whose span
+    records what the router knew of its replica (``known``), learnt at ``known_at`` ms."""
+    return _read(span, "K", start, end, "read_own_writes", replica, reason, gtid_required=KNOWN,
+                 replica_known_executed=known, replica_known_source="tracked",
+                 replica_known_at_ns=None if known_at is None else known_at * MS,
+                 **columns)  # fmt: skip
+
+
+# K writes U:7 and V:3, then reads.  R1 was sampled once, at 3, long before; R2 shows 5 after
+# l1; R3 shows 5 between what l2's router claimed to know and l2 (and nothing after l2).
+EVIDENCE = [
+    _write("kw1", "K", 200, 210, "read_own_writes", 7),
+    _write("kw2", "K", 212, 215, "read_own_writes", 0) | {"gtid_produced": f"{V}:3"},
+    # Learnt at 220, before the read at 230: proof.
+    _known("k1", 230, 235, R1, 220),
+    # Learnt at the very start of the read, or after it: no proof.
+    _known("k2", 240, 245, R1, 240),
+    _known("k3", 250, 255, R1, 260),
+    # Known from before, but of the replica its last wait ran on, not of R1: no proof.
+    _known("k4", 262, 265, R1, 221, wait_target=R2, wait_outcome="timeout", wait_count=1),
+    # Waited for V:3 only; U:1-7 was known since 490: the two together prove it.
+    _known("k5", 500, 510, R1, 490, known=f"{U}:1-7", reason="waited", wait_target=R1,
+           wait_outcome="satisfied", wait_set=f"{V}:3", wait_count=1),
+    # Lies: R2 had 5 after l1 ran (stale whatever l1's router claimed), and R3 had only 5 when
+    # sampled after l2's router claimed to know 7 (the claim is false: no proof).
+    _known("l1", 300, 305, R2, 290),
+    _known("l2", 400, 405, R3, 350),
+    # The required set was too long to record, but its last GTID per source was recorded.
+    _known("k6", 520, 525, R1, 515) | {"gtid_required": None, "gtid_required_digest": "sha256:01",
+                                       "gtid_required_high": f"{U}:7,{V}:3"},
+]  # fmt: skip
+
+EVIDENCE_LAG = [
+    _sample("e1", R1, 105, 115, 3),
+    _sample("e2", R2, 310, 312, 5),
+    _sample("e3", R3, 360, 365, 5),
+]
+
+
+def test_what_the_router_knew_proves_a_read_only_when_learnt_before_it(
+    spark: SparkSession,
+) -> None:
+    """The router's known state is proof of a read only when its span says it was learnt
+    before the read began, about the replica the read ran on, and no sample contradicts it;
+    a lying record never hides a stale read."""
+    result = audit.analyze_reads(
+        _statements(spark, EVIDENCE), frame(spark, schema.LAG_SAMPLE, EVIDENCE_LAG), [U, V]
+    )
+    found = result.reads.select("span_id", "status", "source", "executed_low", "executed_high")
+    assertDataFrameEqual(
+        found,
+        [
+            Row(span_id="k1", status="covered", source=U, executed_low=7, executed_high=None),
+            Row(span_id="k2", status="unproven", source=U, executed_low=3, executed_high=None),
+            Row(span_id="k3", status="unproven", source=U, executed_low=3, executed_high=None),
+            Row(span_id="k4", status="unproven", source=U, executed_low=3, executed_high=None),
+            Row(span_id="k5", status="covered", source=U, executed_low=7, executed_high=None),
+            Row(span_id="l1", status="stale", source=U, executed_low=None, executed_high=5),
+            Row(span_id="l2", status="unproven", source=U, executed_low=5, executed_high=None),
+            Row(span_id="k6", status="covered", source=U, executed_low=7, executed_high=None),
+        ],
+    )
+
+
+def test_a_planted_stale_read_is_found_whatever_its_span_claims(spark: SparkSession) -> None:
+    """The policy's mistake (r4, stale) with a span that claims R1 was known to have 7 since
+    before the read: the samples around r4 still show it stale."""
+    lying = [
+        row | {"replica_known_executed": f"{U}:1-7", "replica_known_at_ns": 225 * MS,
+               "replica_known_source": "wait"}
+        if row["span_id"] == "r4"
+        else row
+        for row in STATEMENTS
+    ]  # fmt: skip
+    result = audit.analyze_reads(_statements(spark, lying), _lag(spark), [U])
+    stale = result.reads.where("status = 'stale'").select("span_id", "guaranteed")
+    assertDataFrameEqual(
+        stale, [Row(span_id="r1", guaranteed=False), Row(span_id="r4", guaranteed=True)]
+    )

@@ -74,7 +74,9 @@ def test_no_events() -> None:
 def test_look_up_batch() -> None:
     """Two replicas sampled, one not; source 0 only.  Samples of A: [100, 110] applied 3,
     [200, 210] applied 6; of B: [150, 160] applied 4.  The primary: 5 at 90, 8 at 190.
-    Commits by GNO: 4 at 60, 5 at 90, 7 at 150, 8 at 190."""
+    Commits by GNO: 4 at 60, 5 at 90, 7 at 150, 8 at 190.  The router knew A had 5 at 105
+    (r1: true, A showed 6 from 200), and claimed it had 9 at 150 (r2: false, A showed 6 at
+    200)."""
     lookups = ReadLookups(
         evidence={
             "A": (build(_a(110, 210), _a(3, 6), "past"),),
@@ -94,6 +96,8 @@ def test_look_up_batch() -> None:
             "start_ns": [120, 215, 170, 300, 120],
             "end_ns": [130, 220, 175, 310, 130],
             "wait0": [None, None, 7, None, None],
+            "known0": [5, 9, None, None, None],
+            "known_at_ns": [105, 150, None, None, None],
         },
         schema=pa.schema(
             [
@@ -102,21 +106,25 @@ def test_look_up_batch() -> None:
                 ("start_ns", pa.int64()),
                 ("end_ns", pa.int64()),
                 ("wait0", pa.int64()),
+                ("known0", pa.int64()),
+                ("known_at_ns", pa.int64()),
             ]
         ),
     )
     out = look_up_batch(batch, lookups)
-    assert out.schema.names == ["span_id", "replica", "start_ns", "end_ns", "wait0",
-                                *lookup_fields(1)]  # fmt: skip
+    assert out.schema.names == ["span_id", "replica", "start_ns", "end_ns", "wait0", "known0",
+                                "known_at_ns", *lookup_fields(1)]  # fmt: skip
     assert lookup_fields(1) == ["low0", "high0", "primary0", "oldest0"]
     rows = out.to_pylist()
-    # r1 on A at 120: A had 3 by 110; 6 from 200 on; primary 5; oldest above 3: GNO 4 at 60.
-    # r2 on A at 215: 6 by 210; no sample after 220; primary 8; above 6: GNO 7 at 150.
+    # r1 on A at 120: A had 3 by 110, but the router knew 5 from 105 (no later sample says
+    #     otherwise); 6 from 200 on; primary 5; oldest above 5: GNO 7 at 150.
+    # r2 on A at 215: 6 by 210 (the claim of 9 is contradicted by the sample at 200); no
+    #     sample after 220; primary 8; above 6: GNO 7 at 150.
     # r3 on B at 170: 4 by 160, but its own wait proved 7; nothing after 175; primary 5
     #     (8 came at 190); above 7: GNO 8 at 190.
     # r4 on C (never sampled), r5 with no replica: nothing known but the primary's state.
     expected = [
-        {"low0": 3, "high0": 6, "primary0": 5, "oldest0": 60},
+        {"low0": 5, "high0": 6, "primary0": 5, "oldest0": 150},
         {"low0": 6, "high0": None, "primary0": 8, "oldest0": 150},
         {"low0": 7, "high0": None, "primary0": 5, "oldest0": 190},
         {"low0": None, "high0": None, "primary0": 8, "oldest0": None},

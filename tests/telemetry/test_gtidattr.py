@@ -57,3 +57,24 @@ def test_the_empty_set_is_empty_text_and_zero() -> None:
     attributes: dict[str, AttributeValue] = {}
     put_gtid_attributes(attributes, "x", GtidSet(), 10)
     assert attributes == {"x": "", "x.count": 0}
+
+
+def test_beyond_the_limit_a_set_keeps_its_last_gtid_of_each_source_when_that_fits() -> None:
+    gaps = ":".join(str(n) for n in range(1, 200, 2))  # 1:3:5:…:199, a hundred intervals
+    state = GtidSet.parse(f"{U2}:1-4:9,{U1}:{gaps}")
+    high = f"{U1}:199,{U2}:9"
+    recorded = gtid_attribute(state, max_chars=len(high))
+    assert recorded.text is None
+    assert recorded.digest is not None
+    assert recorded.high == high
+    assert GtidSet.parse(high) <= state  # a subset: every GTID it names is in the set
+    attributes: dict[str, AttributeValue] = {}
+    put_gtid_attributes(attributes, "x", state, len(high))
+    assert attributes["x.high"] == high
+    assert gtid_attribute(state, max_chars=len(high) - 1).high is None  # does not fit either
+
+
+def test_a_mariadb_position_has_no_high_beyond_the_limit() -> None:
+    recorded = gtid_attribute(MariaPosition.parse("1-2-5,0-1-1000"), max_chars=3)
+    assert (recorded.text, recorded.high) == (None, None)
+    assert recorded.digest is not None

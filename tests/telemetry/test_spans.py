@@ -107,7 +107,32 @@ def test_known_covered_records_the_replicas_known_state(harness: HarnessFactory)
     assert a[trace.REPLICA_KNOWN_EXECUTED] == f"{UUID}:1-9"
     assert a[trace.REPLICA_KNOWN_EXECUTED + trace.COUNT_SUFFIX] == 9
     assert a[trace.WAIT_OUTCOME] == "none"
+    # Learnt from the replicas' OK packets, before the read began (on the spans' clock).
+    assert a[trace.REPLICA_KNOWN_SOURCE] == "tracked"
+    learnt = a[trace.REPLICA_KNOWN_AT_NS]
+    assert isinstance(learnt, int)
+    assert 0 < learnt <= h.last().start_ns
     conforms(h.last())
+
+
+def test_a_read_after_a_wait_records_that_the_wait_taught_the_known_state(
+    harness: HarnessFactory,
+) -> None:
+    h = harness()
+    h.run("UPDATE t SET v = 2", produced=G1)
+    waited = h.run("SELECT v FROM t")
+    first = h.last()
+    assert trace.REPLICA_KNOWN_AT_NS not in first.attributes  # nothing was known before it
+    h.run("SELECT v FROM t WHERE k = 1")
+    second = h.last()
+    a = second.attributes
+    assert (a[trace.ROUTE_REASON], a[trace.ROUTE_TARGET]) == ("known_covered", waited.target)
+    assert a[trace.REPLICA_KNOWN_EXECUTED] == f"{UUID}:1-3"
+    assert a[trace.REPLICA_KNOWN_SOURCE] == "wait"
+    learnt = a[trace.REPLICA_KNOWN_AT_NS]
+    assert isinstance(learnt, int)
+    assert first.start_ns <= learnt <= second.start_ns
+    conforms(second)
 
 
 def test_timeout_fallback_goes_to_the_primary_and_keeps_the_wait(harness: HarnessFactory) -> None:

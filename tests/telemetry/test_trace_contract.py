@@ -21,6 +21,7 @@ def test_every_attribute_constant_is_specified_somewhere() -> None:
         "LAG_SAMPLE_SPAN",
         "COUNT_SUFFIX",
         "DIGEST_SUFFIX",
+        "HIGH_SUFFIX",
     }
     metric_names = {m.name for m in trace.METRICS}
     for name, value in _constants().items():

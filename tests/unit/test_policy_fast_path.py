@@ -93,7 +93,8 @@ class Setup:
 
 
 def make(setup: Setup) -> SessionPolicy:
-    knowledge = ReplicaKnowledge(clock=Clock())
+    # A fixed wall clock: the two paths' decisions carry when a state was learnt.
+    knowledge = ReplicaKnowledge(clock=Clock(), wall_clock=lambda: 1_700_000_000_000_000_000)
     for name, n in zip(setup.replicas, setup.replica_states, strict=False):
         if n is not None:
             knowledge.record_executed(name, state_of(setup.flavor, n))

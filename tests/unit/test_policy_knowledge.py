@@ -8,6 +8,7 @@ import pytest
 
 from consistent.gtid import GtidSet, MariaPosition
 from consistent.policy import ReplicaKnowledge, rank_replicas
+from consistent.policy.knowledge import KnownSource, Learned
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 R1, R2, R3 = "r1:3306", "r2:3306", "r3:3306"
@@ -48,6 +49,49 @@ def test_executed_state_only_grows(knowledge: ReplicaKnowledge) -> None:
     knowledge.record_executed(R1, gs(f"{A}:3"))
     knowledge.record_executed(R1, gs(f"{A}:8"))
     assert knowledge.view(R1).executed == gs(f"{A}:1-5:8")
+
+
+class WallClock:
+    """Nanoseconds since the epoch, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000_000_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def test_what_is_known_says_when_it_was_learnt_and_from_what(clock: Clock) -> None:
+    """The time is that of the last growth: what did not grow keeps its (earlier) time, so
+    the whole known state was known by then; a failure forgets both."""
+    wall = WallClock()
+    knowledge = ReplicaKnowledge(clock=clock, wall_clock=wall)
+    assert knowledge.view(R1).learned is None
+    knowledge.record_executed(R1, gs(f"{A}:1-5"))
+    first = wall.now
+    assert knowledge.view(R1).learned == Learned(first, KnownSource.TRACKED)
+    wall.now += 1000
+    knowledge.record_executed(R1, gs(f"{A}:1-3"))  # nothing new
+    knowledge.record_wait(R1, gs(f"{A}:2"), reached=True, duration=0.1, timeout=1.0)
+    knowledge.record_poll(R1, gs(f"{A}:1-4"), started=clock.now)
+    assert knowledge.view(R1).learned == Learned(first, KnownSource.TRACKED)
+    wall.now += 1000
+    knowledge.record_wait(R1, gs(f"{A}:6"), reached=True, duration=0.1, timeout=1.0)
+    assert knowledge.view(R1).learned == Learned(first + 1000 * 2, KnownSource.WAIT)
+    knowledge.record_wait(R1, gs(f"{A}:9"), reached=False, duration=1.0, timeout=1.0)
+    assert knowledge.view(R1).learned == Learned(first + 1000 * 2, KnownSource.WAIT)
+    wall.now += 1000
+    knowledge.record_poll(R1, gs(f"{A}:1-7"), started=clock.now)
+    assert knowledge.view(R1).learned == Learned(first + 1000 * 3, KnownSource.MONITOR)
+    knowledge.record_failure(R1)
+    view = knowledge.view(R1)
+    assert (view.executed, view.learned) == (None, None)
+    knowledge.record_poll(R1, gs(f"{A}:1-7"), started=clock.now + 1)
+    assert knowledge.view(R1).learned == Learned(first + 1000 * 3, KnownSource.MONITOR)
+    knowledge.record_failure(R1)
+    wall.now += 1000
+    knowledge.record_poll(R1, gs(f"{A}:1-7"), started=clock.now + 1)
+    assert knowledge.view(R1).learned == Learned(first + 1000 * 4, KnownSource.MONITOR)
 
 
 def test_a_reached_wait_teaches_the_waited_set_and_the_lag(knowledge: ReplicaKnowledge) -> None:
