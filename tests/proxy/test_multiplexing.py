@@ -439,6 +439,29 @@ def test_backends_open_lazily_and_only_without_multiplexing_stay_open(
         assert status(proxy)["pools"] == []
 
 
+@pytest.mark.parametrize("opened_by", ["START TRANSACTION", "SET autocommit = 0"])
+def test_a_session_that_quits_in_a_transaction_does_not_leave_it_in_the_pool(
+    make_pooled: Callable[..., ProxyThread], opened_by: str
+) -> None:
+    # Its locks (row locks, metadata locks of what it read) would outlive it: another session's
+    # DROP TABLE would wait for a connection nobody uses.
+    proxy = make_pooled(max_connections=2)
+    _only_session(proxy)
+    assert primary_pool(proxy)["idle"] == 1  # the fixture's setup session's, given back
+    with client(proxy) as conn:
+        run(conn, opened_by)
+        run(conn, "SELECT COUNT(*) FROM mx_a.t FOR UPDATE")
+        assert primary_pool(proxy)["borrowed"] == 1
+        assert primary_pool(proxy)["size"] == 1  # the idle one was lent
+    for _ in range(100):
+        if not status(proxy)["sessions"]:
+            break
+        threading.Event().wait(0.02)
+    assert status(proxy)["sessions"] == []
+    pool = primary_pool(proxy)
+    assert (pool["borrowed"], pool["idle"], pool["size"]) == (0, 0, 0)  # closed, not lent
+
+
 def test_idle_connections_are_reaped(make_pooled: Callable[..., ProxyThread]) -> None:
     proxy = make_pooled(idle_timeout=0.2)
     with client(proxy) as conn:
