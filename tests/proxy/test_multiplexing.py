@@ -9,6 +9,8 @@ temporary tables, user variables) never share a connection, and an exhausted poo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -303,6 +305,36 @@ def test_a_transaction_holds_its_connection_and_others_queue_then_get_1040(
         run(other, "INSERT INTO mx_a.t VALUES (2, 1) ON DUPLICATE KEY UPDATE v = v + 1")
         assert run(other, "SELECT COUNT(*) FROM mx_a.t WHERE k IN (1, 2) FOR UPDATE") == [(2,)]
         assert primary_pool(proxy)["size"] == 1
+
+
+def test_a_reload_applies_the_new_pool_limits_to_the_pools_in_use(
+    make_pooled: Callable[..., ProxyThread], caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy = make_pooled(max_connections=1, wait_timeout=0.3)
+    with client(proxy) as holder, client(proxy) as other:
+        run(holder, "START TRANSACTION")
+        run(holder, "INSERT INTO mx_a.t VALUES (3, 1) ON DUPLICATE KEY UPDATE v = v + 1")
+        with pytest.raises(pymysql.err.OperationalError) as caught:
+            run(other, "SELECT 1 FROM DUAL FOR UPDATE")
+        assert caught.value.args[0] == 1040
+        config = proxy.server.config
+        raised = dataclasses.replace(
+            config, pool=dataclasses.replace(config.pool, max_connections=2)
+        )
+        with caplog.at_level(logging.INFO, logger="proxy.server"):
+            proxy.run(lambda: proxy.server.reload(raised))
+        assert "at most 2 connections each" in caplog.text
+        # The holder still holds its connection: the other is served by a second one.
+        assert run(other, "SELECT 1 FROM DUAL FOR UPDATE") == [(1,)]
+        assert primary_pool(proxy)["max_connections"] == 2
+        assert primary_pool(proxy)["size"] == 2
+        run(holder, "COMMIT")
+        lowered = dataclasses.replace(
+            config, pool=dataclasses.replace(config.pool, max_connections=1)
+        )
+        proxy.run(lambda: proxy.server.reload(lowered))
+        pool = primary_pool(proxy)
+        assert (pool["max_connections"], pool["size"]) == (1, 1)
 
 
 def test_a_waiting_session_gets_the_connection_when_it_is_given_back(
