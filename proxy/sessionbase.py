@@ -178,6 +178,9 @@ class SessionBase:
         #: The connection given back with the last statement's after-effects
         #: (``LAST_INSERT_ID()``…), kept for a follow-up statement unless the pool needs it.
         self._follow: BackendConnection | None = None
+        #: The last non-zero ``last_insert_id`` of the OK packets the session's statements got
+        #: (what it answers to ``SELECT LAST_INSERT_ID()`` when multiplexing).
+        self.last_insert_id = 0
         #: The connection last given back, per server (taken back on the fast path if it is
         #: still idle and in this session's state).
         self._parked: dict[str, BackendConnection] = {}

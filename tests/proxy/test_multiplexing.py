@@ -385,6 +385,34 @@ def test_last_insert_id_reads_the_connection_of_the_insert(
         assert run(a, "SELECT v FROM mx_b.auto WHERE id = %s FOR UPDATE", (fourth,)) == [(4,)]
 
 
+def test_last_insert_id_is_the_sessions_own_whichever_connection_it_borrows(
+    make_pooled: Callable[..., ProxyThread],
+) -> None:
+    # One connection for both sessions, in the same state: lent without a reset.
+    proxy = make_pooled(max_connections=1)
+    with client(proxy) as a, client(proxy) as b:
+        run(a, "CREATE TABLE IF NOT EXISTS mx_b.auto (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        run(a, "INSERT INTO mx_b.auto (v) VALUES (1)")
+        mine = a.insert_id()
+        assert mine > 0
+        # b never inserted: the server would answer 0, not what a left on the connection.
+        assert run(b, "SELECT LAST_INSERT_ID()") == [(0,)]
+        run(b, "INSERT INTO mx_b.auto (v) VALUES (2), (3)")
+        theirs = b.insert_id()
+        assert theirs > mine
+        run(b, "SELECT 1 FROM DUAL FOR UPDATE")  # another statement in between
+        # a's own last insert, though b inserted on the connection since.
+        assert run(a, "SELECT LAST_INSERT_ID() AS id") == [(mine,)]
+        with a.cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute("select last_insert_id() id")
+            assert cur.fetchall() == [{"id": mine}]
+        assert run(b, "SELECT LAST_INSERT_ID()") == [(theirs,)]
+        a.ping(reconnect=False)
+        a.query("SELECT 1")  # unrelated
+        # Anything more than the bare form still reads the server.
+        assert run(b, "SELECT LAST_INSERT_ID() + 0 FROM DUAL")[0][0] >= theirs
+
+
 def test_a_prepared_statement_is_prepared_again_on_another_connection(
     make_pooled: Callable[..., ProxyThread],
 ) -> None:
