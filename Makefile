@@ -12,7 +12,7 @@ NATIVE := $(VENV)/.native
 PYTEST_ARGS ?=
 
 .PHONY: all venv venv-demo native clean-native system-deps demo lint format test test-fast \
-	test-sqlalchemy test-sqlalchemy-async test-pymysql bench clean
+	test-sqlalchemy test-sqlalchemy-async test-pymysql test-pymysql-proxy bench clean
 
 all: test
 
@@ -84,6 +84,10 @@ test-sqlalchemy-async: venv system-deps native
 # downloaded from PyPI); fails on a test that passes directly only, unless README.md lists it.
 test-pymysql: venv system-deps native
 	$(PY) tests/pymysql_suite/run.py
+
+# The same suite through the proxy, multiplexing on and off, beside a direct run.
+test-pymysql-proxy: venv system-deps native
+	$(PY) tests/pymysql_suite/run.py --proxy
 
 # Every bench/ script: out/bench/results.json plus one table (about 15-20 min on 2 cores).
 # BENCH_ARGS=--full for the issues' full sizes; BENCH_ARGS="--only gtid classify" for a subset.

@@ -71,15 +71,17 @@ class Client:
         self.writer = writer
 
     @classmethod
-    async def connect(cls, port: int, database: str) -> Client:
+    async def connect(
+        cls, port: int, database: str, user: str = USER, password: str = PASSWORD
+    ) -> Client:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         client = cls(reader, writer)
         seq, hello = await client.read()
         greeting = parse_handshake_v10(hello)
         response = HandshakeResponse41(
             capabilities=CAPS,
-            username=USER,
-            auth_response=scramble_native_password(PASSWORD.encode(), greeting.auth_plugin_data),
+            username=user,
+            auth_response=scramble_native_password(password.encode(), greeting.auth_plugin_data),
             max_packet_size=1 << 24,
             charset=45,
             database=database,

@@ -427,6 +427,58 @@ def proxy_load_rows(figures: Figures) -> list[Row]:
     ]
 
 
+def proxy_pool_clients_rows(figures: Figures) -> list[Row]:
+    area = "proxy pool at scale"
+    clients = number(figures, "clients")
+    return [
+        Row(
+            area,
+            f"{clients:,.0f} clients through the pooled proxy, MariaDB max_connections "
+            f"{number(figures, 'server_max_connections'):.0f}: logged in, errors",
+            f"{number(figures, 'logged_in'):,.0f} of {clients:,.0f}, "
+            f"{number(figures, 'errors'):.0f} errors",
+            f"{number(figures, 'transactions'):,.0f} transactions, "
+            f"{number(figures, 'wrong_reads'):.0f} wrong reads{_load_text(figures.get('load'))}",
+        ),
+        Row(
+            area,
+            "backend connections: the pool at most / its maximum (MariaDB's max used)",
+            f"{number(figures, 'pool_size_peak'):.0f} / "
+            f"{number(figures, 'pool_max_connections'):.0f}",
+            f"Max_used_connections {number(figures, 'server_max_used_connections'):.0f}; "
+            f"up to {number(figures, 'pool_waiting_peak'):,.0f} sessions queued",
+        ),
+        Row(
+            area,
+            "proxy RSS: start / every client idle / peak (absolute, this machine)",
+            f"{number(figures, 'rss_start_mb'):.0f} / {number(figures, 'rss_idle_mb'):.0f} / "
+            f"{number(figures, 'rss_peak_mb'):.0f} MB",
+        ),
+    ]
+
+
+def proxy_connect_per_txn_rows(figures: Figures) -> list[Row]:
+    area = "proxy connect per transaction"
+    out = []
+    for name in ("pymysql", "pymysql_read", "sysbench"):
+        if name not in figures:
+            continue
+        tps = mapping(figures, name, "tps")
+        out.append(
+            Row(
+                area,
+                f"{name}: connect, one transaction, disconnect; pooled proxy / multiplexing off "
+                "/ direct, transactions per second",
+                f"{ratio(number(figures, name, 'multiplexing_over_direct'))} / "
+                f"{ratio(number(figures, name, 'no_multiplexing_over_direct'))} of direct",
+                f"direct {rate(number(tps, 'direct'))}, pooled {rate(number(tps, 'multiplexing'))},"
+                f" multiplexing off {rate(number(tps, 'no_multiplexing'))}; "
+                f"{number(figures, 'threads'):.0f} threads{_load_text(figures.get('load'))}",
+            )
+        )
+    return out
+
+
 def proxy_bigpackets_rows(figures: Figures) -> list[Row]:
     area = "proxy under large packets"
     loaded = mapping(figures, "loaded")
@@ -588,6 +640,22 @@ SCRIPTS: tuple[Script, ...] = (
         full_args=("--clients", "2000", "--seconds", "180"),
         full_timeout=900,
         area="proxy memory per connection",
+    ),
+    Script(
+        "proxy_pool_clients",
+        "bench/proxy_pool_clients.py",
+        ("--clients", "5000"),
+        600,
+        proxy_pool_clients_rows,
+        area="proxy pool at scale",
+    ),
+    Script(
+        "proxy_connect_per_txn",
+        "bench/proxy_connect_per_txn.py",
+        (),
+        600,
+        proxy_connect_per_txn_rows,
+        area="proxy connect per transaction",
     ),
     Script("faults", "bench/faults.py", (), 900, faults_rows, area="server faults"),
     Script(

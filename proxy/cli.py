@@ -1,7 +1,9 @@
 """``consistent proxy --config FILE``: run the proxy until SIGTERM or SIGINT.
 
 Command-line options override the file (and keep overriding it across reloads); ``SIGHUP``
-re-reads the file and applies its backends and users without disturbing sessions in flight;
+re-reads the file and applies its backends, users and pool limits without disturbing sessions
+in flight (``[pool] multiplexing`` applies to sessions that log in afterwards; ``listen`` needs
+a restart);
 ``SIGTERM``/``SIGINT`` shut down gracefully (sessions drain until ``shutdown_timeout``), then
 the command exits with 0 after SIGTERM and 130 after SIGINT.  A configuration that does not
 load is one line on stderr (``consistent proxy: error: …``) and status 2.  Logs go to stderr,
@@ -57,8 +59,9 @@ session's consistency level requires).
   consistent proxy --config proxy.toml
   consistent proxy --config proxy.toml --replica 127.0.0.1:3307 --log-format json
 
-The options override the file's keys.  SIGHUP reloads the file (backends and users) without
-disturbing sessions in flight; SIGTERM and SIGINT (Ctrl-C) drain the sessions, then the
+The options override the file's keys.  SIGHUP reloads the file (backends, users, pool limits;
+multiplexing for new sessions; not the listen address) without disturbing sessions in flight;
+SIGTERM and SIGINT (Ctrl-C) drain the sessions, then the
 command exits with status 0 (SIGTERM) or 130 (SIGINT).  The admin token may come from the
 CONSISTENT_PROXY_ADMIN_TOKEN environment variable.
 """

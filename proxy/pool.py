@@ -275,11 +275,35 @@ class ConnectionPool:
             conn.abort()
             self._wake()
             return
+        if self.size >= self.settings.max_connections:
+            # Over a maximum lowered since it was opened (a reload): closed, not kept.
+            conn.on_closed = None
+            conn.abort()
+            return
         conn.state_key = state_key
         conn.reserved_for = conn.owner if follow_up else 0
         conn.idle_since = self._clock()
         self._idle[conn] = None
         self._wake()
+
+    def configure(self, settings: PoolSettings) -> None:
+        """Adopt new limits (a reload).  Below a lowered maximum, the idle connections over it
+        are closed now (the longest idle first) and borrowed ones as they are given back; a
+        raised maximum lets waiting sessions open connections at once.  A new
+        ``wait_timeout`` applies to the waits that start after it."""
+        self.settings = settings
+        excess = self.size - settings.max_connections
+        for conn in list(self._idle):
+            if excess <= 0:
+                break
+            del self._idle[conn]
+            conn.on_closed = None
+            conn.abort()
+            excess -= 1
+        for _ in range(max(0, settings.max_connections - self.size)):
+            if not self._waiters:
+                break
+            self._wake()
 
     def discard(self, conn: BackendConnection) -> None:
         """A borrowed connection that must not be lent again (its state is unknown)."""

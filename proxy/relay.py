@@ -163,6 +163,16 @@ def _ok_status(payload: bytes) -> tuple[int, int]:
     return payload[pos] | payload[pos + 1] << 8, payload[pos + 2] | payload[pos + 3] << 8
 
 
+def _ok_insert_id(payload: bytes) -> int:
+    """The ``last_insert_id`` of an OK packet (its second length-encoded integer)."""
+    if payload[1] < 0xFB and payload[2] < 0xFB:
+        return payload[2]
+    pos = _skip_lenenc(payload, 1)
+    if len(payload) <= pos:
+        raise RemoteProtocolError("truncated OK packet")
+    return _lenenc_value(payload[pos:])
+
+
 def _eof_status(payload: bytes) -> tuple[int, int]:
     """Status flags and warning count of a 5-byte EOF packet."""
     if len(payload) < 5:
@@ -225,6 +235,7 @@ class ResponseRelay:
         "error",
         "infile",
         "infile_seq",
+        "insert_id",
         "kind",
         "last_seq",
         "local_infile",
@@ -272,6 +283,8 @@ class ResponseRelay:
         self.error: bytes | None = None
         #: OK payloads (as the backend sent them) that carry session state.
         self.state_oks: list[bytes] | None = None
+        #: The last non-zero ``last_insert_id`` of the response's OK packets (0: none).
+        self.insert_id = 0
         #: True once any byte went to the sink.
         self.wrote = False
         #: Sequence id of the last packet given to the sink (-1: none yet).
@@ -325,6 +338,7 @@ class ResponseRelay:
         self.status = status_hint
         self.error = None
         self.state_oks = None
+        self.insert_id = 0
 
     @property
     def mid_packet(self) -> bool:
@@ -594,6 +608,8 @@ class ResponseRelay:
                         return False
                     self.state_oks = [payload]
                 self.status = status
+                if payload[2] or payload[1] >= 0xFB:
+                    self.insert_id = _ok_insert_id(payload)
             self._finish(data, data[3])
             return True
         if first >= 0xFB:
@@ -796,6 +812,10 @@ class ResponseRelay:
     def _ok(self, payload: bytes) -> bytes | None:
         status, _warnings = _ok_status(payload)
         self.status = status
+        if payload[2] or payload[1] >= 0xFB:
+            insert_id = _ok_insert_id(payload)
+            if insert_id:
+                self.insert_id = insert_id
         if status & _STATE_CHANGED:
             if self.state_oks is None:
                 self.state_oks = [payload]

@@ -12,7 +12,7 @@ Lifecycle::
     server = ProxyServer(config)
     await server.start()          # detect the flavour, start monitors, listen
     ...
-    server.reload(new_config)     # SIGHUP: backends and users; sessions in flight keep theirs
+    server.reload(new_config)     # SIGHUP: backends, users, pool limits; sessions keep the rest
     await server.shutdown()       # stop listening, drain sessions until the deadline, close
 
 The flavour (MySQL or MariaDB) comes from the configuration or from the primary's handshake
@@ -110,6 +110,17 @@ def _backend_tls(config: ProxyConfig) -> ssl.SSLContext | None:
     return context
 
 
+def _pool_settings(config: ProxyConfig) -> PoolSettings:
+    """The pools' limits of ``config``'s ``[pool]`` table."""
+    p = config.pool
+    return PoolSettings(
+        max_connections=p.max_connections,
+        wait_timeout=p.wait_timeout,
+        idle_timeout=p.idle_timeout,
+        ping_after=p.ping_after,
+    )
+
+
 class ProxyServer:
     """See the module docstring.  ``knowledge`` and ``acknowledged`` may be injected (tests
     control the clock, or share them between proxies)."""
@@ -180,13 +191,7 @@ class ProxyServer:
         )
         pool = self._pools.get(key)
         if pool is None:
-            p = self._config.pool
-            settings = PoolSettings(
-                max_connections=p.max_connections,
-                wait_timeout=p.wait_timeout,
-                idle_timeout=p.idle_timeout,
-                ping_after=p.ping_after,
-            )
+            settings = _pool_settings(self._config)
             where = server.address.name
             if server.name != where:
                 where = f"{server.name} {where}"
@@ -394,8 +399,9 @@ class ProxyServer:
         return monitor.server_mariadb_capabilities & RELAYED_MARIADB_CAPABILITIES
 
     def reload(self, config: ProxyConfig) -> None:
-        """Adopt a new configuration: users and backends.  Sessions in flight keep the
-        configuration they started with; the listening address does not change."""
+        """Adopt a new configuration: users, backends and the pools' limits (at once, for
+        every pool).  Sessions in flight keep the rest of the configuration they started
+        with (multiplexing included); the listening address does not change."""
         self._authenticator.users = config.users
         self._gate.total = config.max_unauthenticated
         self._gate.per_address = config.max_unauthenticated_per_address
@@ -408,13 +414,25 @@ class ProxyServer:
         self._apply_backends(config)
         if self._admin is not None and config.admin is not None:
             self._admin.set_token(config.admin)
+        settings = _pool_settings(config)
+        for pool in self._pools.values():
+            pool.configure(settings)
         self._config = config
         self.reloads += 1
+        p = config.pool
         logger.info(
-            "configuration reloaded: %d users, primary %s, %d replicas",
+            "configuration reloaded: %d users, primary %s, %d replicas; pools: at most %d "
+            "connections each, wait %.1f s, idle %.1f s, ping after %.1f s; multiplexing %s "
+            "for sessions that log in from now on (sessions in flight keep theirs); listen "
+            "address unchanged (a restart changes it)",
             len(config.users),
             config.backends.primary,
             len(config.backends.replicas),
+            p.max_connections,
+            p.wait_timeout,
+            p.idle_timeout,
+            p.ping_after,
+            "on" if p.multiplexing else "off",
         )
 
     async def shutdown(self, timeout: float | None = None) -> None:

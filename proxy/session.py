@@ -96,6 +96,8 @@ from proxy.threads import (
     ThreadStatement,
     connection_id_result,
     kill_in_prepare,
+    last_insert_id_result,
+    parse_last_insert_id,
     parse_thread_statement,
     processlist_result,
 )
@@ -185,6 +187,19 @@ class Session(SlowPath):
             answered = parse_thread_statement(stmt, text)
             if answered is not None:
                 self._thread_statement(answered)
+                return
+        if stmt.primary_reason == PrimaryReason.LAST_INSERT_ID and self._multiplex:
+            column = parse_last_insert_id(text)
+            if column is not None:
+                # The session's own last insert, as the server would answer it, whichever
+                # pooled connection the session would read (see the README's Multiplexing).
+                self._busy = True
+                self._write(
+                    last_insert_id_result(
+                        column, self.last_insert_id, self.caps, self._status(), self._reply_seq
+                    )
+                )
+                self._done()
                 return
         if (
             stmt.is_multi_statement
@@ -703,6 +718,8 @@ class Session(SlowPath):
 
     def _on_response(self, relay: ResponseRelay) -> None:
         try:
+            if relay.insert_id:
+                self.last_insert_id = relay.insert_id
             d = self._decision
             if d is not None and relay.state_oks is None and relay.error is None:
                 # The common case: a statement that succeeded without session state.

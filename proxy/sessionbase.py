@@ -178,6 +178,9 @@ class SessionBase:
         #: The connection given back with the last statement's after-effects
         #: (``LAST_INSERT_ID()``…), kept for a follow-up statement unless the pool needs it.
         self._follow: BackendConnection | None = None
+        #: The last non-zero ``last_insert_id`` of the OK packets the session's statements got
+        #: (what it answers to ``SELECT LAST_INSERT_ID()`` when multiplexing).
+        self.last_insert_id = 0
         #: The connection last given back, per server (taken back on the fast path if it is
         #: still idle and in this session's state).
         self._parked: dict[str, BackendConnection] = {}
@@ -335,16 +338,24 @@ class SessionBase:
         tasks = list(self._tasks)
         if tasks:
             await asyncio.wait(tasks, timeout=5.0)
+        # What binds the session is read from its connections: before they are let go.  A
+        # connection still in a transaction (or holding anything else of the session's) is
+        # closed, never lent: its locks would outlive the session.
+        bound = self._bound_servers() if self._multiplex else set()
         conns = list(self._conns.values())
         self._conns.clear()
         quits = []
         if self._multiplex:
             self._unreserve()
-            bound = self._bound_servers()
             kept = []
             for conn in conns:
                 pool = self._pools.get(conn.name)
-                if pool is not None and conn.name not in bound and not conn.busy:
+                if (
+                    pool is not None
+                    and conn.name not in bound
+                    and not conn.status & _BINDING_STATUS
+                    and not conn.busy
+                ):
                     conn.on_closed = None
                     pool.give_back(conn, state_key=self._state_key(conn), follow_up=False)
                 else:

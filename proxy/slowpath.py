@@ -458,6 +458,7 @@ class SlowPath(ClientInput):
     async def _reset_connection(self) -> None:
         await self._reset_backends()
         self.policy.reset()
+        self.last_insert_id = 0
         self.policy.level = self._user_level or self._config.level
         if self._schema is not None and self._schema != self.database:
             self.database = self._schema
@@ -489,6 +490,7 @@ class SlowPath(ClientInput):
             self.close(f"COM_CHANGE_USER failed: {e}")
             return
         await self._reset_backends()
+        self.last_insert_id = 0
         # Another user may log in to the servers as another backend account: other pools.
         self._pools.clear()
         self._parked.clear()

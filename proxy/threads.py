@@ -24,6 +24,7 @@ This module parses those statements and builds the proxy's answers; the session
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,9 @@ __all__ = [
     "ThreadStatement",
     "connection_id_result",
     "kill_in_prepare",
+    "last_insert_id_result",
     "new_session_id",
+    "parse_last_insert_id",
     "parse_thread_statement",
     "processlist_result",
 ]
@@ -233,6 +236,48 @@ def _frame_all(payloads: Sequence[bytes], seq: int) -> bytes:
         parts.append(frame(payload, seq))
         seq += 1
     return b"".join(parts)
+
+
+_LAST_INSERT_ID: Final = re.compile(
+    r"\s*SELECT\s+(LAST_INSERT_ID\s*\(\s*\))(?:\s+(?:AS\s+)?(`(?:[^`]|``)+`|[A-Za-z_][\w$]*))?"
+    r"(?:\s+FROM\s+DUAL)?(?:\s+LIMIT\s+1)?\s*;?\s*",
+    re.IGNORECASE,
+)
+
+
+def parse_last_insert_id(text: str) -> str | None:
+    """The column name of a bare ``SELECT LAST_INSERT_ID() [[AS] alias] [FROM DUAL] [LIMIT 1]``
+    (what mysqld would name it), else ``None``: anything more (another column, an argument, a
+    table) goes to a server."""
+    if len(text) > 200:
+        return None
+    match = _LAST_INSERT_ID.fullmatch(text)
+    if match is None:
+        return None
+    alias = match.group(2)
+    if alias is None:
+        return match.group(1)  # as written, as mysqld names the column
+    if alias.upper() in _NOT_ALIASES:
+        return None
+    if alias.startswith("`"):
+        return alias[1:-1].replace("``", "`")
+    return alias
+
+
+def last_insert_id_result(
+    column: str, value: int, capabilities: int, status: ServerStatus, seq: int
+) -> bytes:
+    """``SELECT LAST_INSERT_ID()``'s result set, typed as the server types it (BIGINT
+    UNSIGNED, not null)."""
+    definition = ColumnDefinition41(
+        name=column,
+        type=ColumnType.LONGLONG,
+        charset=Charset.BINARY,
+        column_length=21,
+        flags=ColumnFlag.NOT_NULL | ColumnFlag.UNSIGNED | ColumnFlag.BINARY | ColumnFlag.NUM,
+    )
+    payloads = build_text_resultset([definition], [[value]], capabilities, status)
+    return _frame_all(payloads, seq)
 
 
 def connection_id_result(

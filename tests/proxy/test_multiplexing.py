@@ -9,6 +9,8 @@ temporary tables, user variables) never share a connection, and an exhausted poo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -305,6 +307,36 @@ def test_a_transaction_holds_its_connection_and_others_queue_then_get_1040(
         assert primary_pool(proxy)["size"] == 1
 
 
+def test_a_reload_applies_the_new_pool_limits_to_the_pools_in_use(
+    make_pooled: Callable[..., ProxyThread], caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy = make_pooled(max_connections=1, wait_timeout=0.3)
+    with client(proxy) as holder, client(proxy) as other:
+        run(holder, "START TRANSACTION")
+        run(holder, "INSERT INTO mx_a.t VALUES (3, 1) ON DUPLICATE KEY UPDATE v = v + 1")
+        with pytest.raises(pymysql.err.OperationalError) as caught:
+            run(other, "SELECT 1 FROM DUAL FOR UPDATE")
+        assert caught.value.args[0] == 1040
+        config = proxy.server.config
+        raised = dataclasses.replace(
+            config, pool=dataclasses.replace(config.pool, max_connections=2)
+        )
+        with caplog.at_level(logging.INFO, logger="proxy.server"):
+            proxy.run(lambda: proxy.server.reload(raised))
+        assert "at most 2 connections each" in caplog.text
+        # The holder still holds its connection: the other is served by a second one.
+        assert run(other, "SELECT 1 FROM DUAL FOR UPDATE") == [(1,)]
+        assert primary_pool(proxy)["max_connections"] == 2
+        assert primary_pool(proxy)["size"] == 2
+        run(holder, "COMMIT")
+        lowered = dataclasses.replace(
+            config, pool=dataclasses.replace(config.pool, max_connections=1)
+        )
+        proxy.run(lambda: proxy.server.reload(lowered))
+        pool = primary_pool(proxy)
+        assert (pool["max_connections"], pool["size"]) == (1, 1)
+
+
 def test_a_waiting_session_gets_the_connection_when_it_is_given_back(
     make_pooled: Callable[..., ProxyThread],
 ) -> None:
@@ -351,6 +383,34 @@ def test_last_insert_id_reads_the_connection_of_the_insert(
         fourth = run(b, "SELECT LAST_INSERT_ID()")[0][0]
         assert run(a, "SELECT v FROM mx_b.auto WHERE id = %s FOR UPDATE", (third,)) == [(3,)]
         assert run(a, "SELECT v FROM mx_b.auto WHERE id = %s FOR UPDATE", (fourth,)) == [(4,)]
+
+
+def test_last_insert_id_is_the_sessions_own_whichever_connection_it_borrows(
+    make_pooled: Callable[..., ProxyThread],
+) -> None:
+    # One connection for both sessions, in the same state: lent without a reset.
+    proxy = make_pooled(max_connections=1)
+    with client(proxy) as a, client(proxy) as b:
+        run(a, "CREATE TABLE IF NOT EXISTS mx_b.auto (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        run(a, "INSERT INTO mx_b.auto (v) VALUES (1)")
+        mine = a.insert_id()
+        assert mine > 0
+        # b never inserted: the server would answer 0, not what a left on the connection.
+        assert run(b, "SELECT LAST_INSERT_ID()") == [(0,)]
+        run(b, "INSERT INTO mx_b.auto (v) VALUES (2), (3)")
+        theirs = b.insert_id()
+        assert theirs > mine
+        run(b, "SELECT 1 FROM DUAL FOR UPDATE")  # another statement in between
+        # a's own last insert, though b inserted on the connection since.
+        assert run(a, "SELECT LAST_INSERT_ID() AS id") == [(mine,)]
+        with a.cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute("select last_insert_id() id")
+            assert cur.fetchall() == [{"id": mine}]
+        assert run(b, "SELECT LAST_INSERT_ID()") == [(theirs,)]
+        a.ping(reconnect=False)
+        a.query("SELECT 1")  # unrelated
+        # Anything more than the bare form still reads the server.
+        assert run(b, "SELECT LAST_INSERT_ID() + 0 FROM DUAL")[0][0] >= theirs
 
 
 def test_a_prepared_statement_is_prepared_again_on_another_connection(
@@ -437,6 +497,29 @@ def test_backends_open_lazily_and_only_without_multiplexing_stay_open(
         assert primary_pool(proxy)["idle"] >= 1
     else:
         assert status(proxy)["pools"] == []
+
+
+@pytest.mark.parametrize("opened_by", ["START TRANSACTION", "SET autocommit = 0"])
+def test_a_session_that_quits_in_a_transaction_does_not_leave_it_in_the_pool(
+    make_pooled: Callable[..., ProxyThread], opened_by: str
+) -> None:
+    # Its locks (row locks, metadata locks of what it read) would outlive it: another session's
+    # DROP TABLE would wait for a connection nobody uses.
+    proxy = make_pooled(max_connections=2)
+    _only_session(proxy)
+    assert primary_pool(proxy)["idle"] == 1  # the fixture's setup session's, given back
+    with client(proxy) as conn:
+        run(conn, opened_by)
+        run(conn, "SELECT COUNT(*) FROM mx_a.t FOR UPDATE")
+        assert primary_pool(proxy)["borrowed"] == 1
+        assert primary_pool(proxy)["size"] == 1  # the idle one was lent
+    for _ in range(100):
+        if not status(proxy)["sessions"]:
+            break
+        threading.Event().wait(0.02)
+    assert status(proxy)["sessions"] == []
+    pool = primary_pool(proxy)
+    assert (pool["borrowed"], pool["idle"], pool["size"]) == (0, 0, 0)  # closed, not lent
 
 
 def test_idle_connections_are_reaped(make_pooled: Callable[..., ProxyThread]) -> None:

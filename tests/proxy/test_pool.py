@@ -188,6 +188,52 @@ def test_borrow_opens_up_to_the_limit_then_a_waiter_gets_a_returned_connection()
     asyncio.run(scenario())
 
 
+def _limits(max_connections: int) -> PoolSettings:
+    return PoolSettings(
+        max_connections=max_connections, wait_timeout=5.0, idle_timeout=60.0, ping_after=30.0
+    )
+
+
+def test_a_lowered_maximum_closes_idle_connections_now_and_borrowed_ones_when_given_back() -> None:
+    pool = pool_with(max_connections=4)
+    oldest, newest = lent(pool, 1), lent(pool, 2)
+    first, second = new_conn(), new_conn()
+    pool.add(first, owner=3)
+    pool.add(second, owner=4)
+    assert pool.size == 4
+    pool.configure(_limits(3))
+    assert pool.settings.max_connections == 3
+    assert pool.idle_connections() == [newest]  # the longest idle closed first
+    assert oldest not in pool.idle_connections()
+    pool.configure(_limits(1))
+    assert (pool.size, pool.idle, pool.borrowed) == (2, 0, 2)
+    pool.give_back(first, state_key="k", follow_up=False)
+    assert (pool.size, pool.idle) == (1, 0)  # over the new maximum: closed, not kept
+    pool.give_back(second, state_key="k", follow_up=False)
+    assert pool.idle_connections() == [second]  # within it: kept
+    assert pool.status()["max_connections"] == 1
+
+
+def test_a_raised_maximum_lets_a_waiting_session_open_a_connection_at_once() -> None:
+    async def scenario() -> None:
+        pool = pool_with(max_connections=1, wait_timeout=5.0)
+
+        async def opener() -> BackendConnection:
+            return new_conn()
+
+        held, _ = await pool.borrow(1, "s1", opener, schema=True)
+        waiter = asyncio.ensure_future(pool.borrow(2, "s2", opener, schema=True))
+        await asyncio.sleep(0.01)
+        assert pool.waiting == 1
+        pool.configure(_limits(2))
+        conn, fit = await asyncio.wait_for(waiter, 1.0)
+        assert conn is not held
+        assert fit is Fit.FRESH
+        assert (pool.size, pool.borrowed) == (2, 2)
+
+    asyncio.run(scenario())
+
+
 def test_an_exhausted_pool_answers_1040_after_its_wait_timeout() -> None:
     async def scenario() -> None:
         pool = pool_with(max_connections=1, wait_timeout=0.05)

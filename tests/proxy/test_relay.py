@@ -38,7 +38,7 @@ from consistent.protocol import (
     parse_ok,
 )
 from proxy.relay import ResponseKind, ResponseRelay, parse_response
-from proxy.stream import renumber
+from proxy.stream import frame, renumber
 
 BASE = Capability.PROTOCOL_41 | Capability.SECURE_CONNECTION | Capability.TRANSACTIONS
 DEP = Capability.DEPRECATE_EOF
@@ -511,3 +511,27 @@ def test_renumber_counts_whole_packets_only() -> None:
     renumbered, used = renumber(wire, 3)
     assert renumbered == b"\x01\x00\x00\x03A" + b"\x02\x00\x00\x04BC"
     assert used == 11
+
+
+@pytest.mark.parametrize(
+    ("affected", "insert_id"), [(1, 7), (1, 0), (300, 70_000), (256, 1 << 40), (0, 250)]
+)
+@pytest.mark.parametrize("cut", [False, True])
+def test_the_ok_packets_last_insert_id_is_kept(affected: int, insert_id: int, cut: bool) -> None:
+    ok = OkPacket(affected_rows=affected, last_insert_id=insert_id, status=AUTOCOMMIT)
+    data = frame(build_ok(ok, BACKEND), 1)
+    # Whole (the one-pass path) or cut in two (the general path).
+    _out, relay, _ = relay_all(data, BACKEND, BACKEND, [5] if cut else [])
+    assert relay.done
+    assert relay.insert_id == insert_id
+
+
+def test_the_last_non_zero_insert_id_of_a_multi_statement_is_kept() -> None:
+    more = ServerStatus(int(AUTOCOMMIT) | int(ServerStatus.MORE_RESULTS_EXISTS))
+    first = frame(build_ok(OkPacket(affected_rows=1, last_insert_id=41, status=more), BACKEND), 1)
+    second = frame(build_ok(OkPacket(affected_rows=1, status=AUTOCOMMIT), BACKEND), 2)
+    _out, relay, _ = relay_all(first + second, BACKEND, BACKEND, [])
+    assert relay.done
+    assert relay.insert_id == 41
+    relay.reuse(ResponseKind.QUERY, HINT)
+    assert relay.insert_id == 0

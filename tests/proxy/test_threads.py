@@ -24,6 +24,7 @@ from proxy.threads import (
     connection_id_result,
     kill_in_prepare,
     new_session_id,
+    parse_last_insert_id,
     parse_thread_statement,
     processlist_result,
 )
@@ -89,6 +90,27 @@ def test_other_kills_are_refused_not_forwarded(sql: str) -> None:
 )
 def test_everything_else_goes_to_a_server(sql: str) -> None:
     assert parsed(sql) is None
+
+
+@pytest.mark.parametrize(
+    ("sql", "column"),
+    [
+        ("SELECT LAST_INSERT_ID()", "LAST_INSERT_ID()"),
+        ("select last_insert_id( ) ;", "last_insert_id( )"),
+        ("SELECT LAST_INSERT_ID() id", "id"),
+        ("SELECT LAST_INSERT_ID() AS `a``b`", "a`b"),
+        ("SELECT LAST_INSERT_ID() FROM DUAL", "LAST_INSERT_ID()"),
+        ("SELECT LAST_INSERT_ID() AS x FROM DUAL LIMIT 1", "x"),
+        ("SELECT LAST_INSERT_ID(5)", None),
+        ("SELECT LAST_INSERT_ID() + 0", None),
+        ("SELECT LAST_INSERT_ID() FROM t", None),
+        ("SELECT LAST_INSERT_ID(), 1", None),
+        ("SELECT LAST_INSERT_ID() LIMIT", None),
+        ("INSERT INTO t VALUES (LAST_INSERT_ID())", None),
+    ],
+)
+def test_a_bare_select_of_last_insert_id_and_its_column_name(sql: str, column: str | None) -> None:
+    assert parse_last_insert_id(sql) == column
 
 
 def test_prepared_kill_is_recognised() -> None:

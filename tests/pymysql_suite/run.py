@@ -29,6 +29,14 @@ sessions: nothing).
 Exit status: 0 when every test that passes directly also passes through the wrapper, or is
 listed with its reason in README.md's table of PyMySQL-suite exceptions (between the
 ``pymysql-suite-exceptions`` markers); 1 otherwise.
+
+``--proxy`` (``make test-pymysql-proxy``) runs the suite through the MySQL-protocol proxy
+instead of the wrapper: plain PyMySQL, its ``databases.json`` pointing at a proxy (in this
+process, on a port of its own) in front of the primary, once with multiplexing on (a pool of
+:data:`PROXY_POOL` connections, so the suite's connections share backend connections) and once
+with it off.  Exit status 1 when any test's outcome differs between the two proxy passes, or
+when a test passes directly and not through the proxy without being listed in README.md's
+table between the ``pymysql-proxy-exceptions`` markers.
 """
 
 from __future__ import annotations
@@ -56,12 +64,19 @@ README = ROOT / "README.md"
 #: The newest PyMySQL release whose sdist ships ``pymysql/tests/``.
 FALLBACK_VERSION = "0.10.1"
 PASSES = ("direct", "consistent")
+PROXY_PASSES = ("direct", "proxy-multiplexing", "proxy-no-multiplexing")
+#: The pool size of the multiplexing pass: small enough that the suite's connections share.
+PROXY_POOL = 8
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 DATABASES = ("test1", "test2")
 OVERLAY_ENV = "CONSISTENT_PYMYSQL_OVERLAY"
 WRAP_ENV = "CONSISTENT_PYMYSQL_WRAP"
 _MARK_START = "<!-- pymysql-suite-exceptions:start -->"
 _MARK_END = "<!-- pymysql-suite-exceptions:end -->"
+_PROXY_MARKS = (
+    "<!-- pymysql-proxy-exceptions:start -->",
+    "<!-- pymysql-proxy-exceptions:end -->",
+)
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.+)\|\s*$")
 
 
@@ -234,10 +249,12 @@ def run_pass(
 # ------------------------------------------------------------------ comparison
 
 
-def listed_exceptions(readme: str) -> dict[str, str]:
+def listed_exceptions(
+    readme: str, marks: tuple[str, str] = (_MARK_START, _MARK_END)
+) -> dict[str, str]:
     """Test id -> reason, from the README's table between the exception markers."""
-    start = readme.find(_MARK_START)
-    end = readme.find(_MARK_END)
+    start = readme.find(marks[0])
+    end = readme.find(marks[1])
     if start < 0 or end < start:
         return {}
     listed: dict[str, str] = {}
@@ -265,24 +282,29 @@ class Comparison:
             f"{counts[SKIPPED]} skipped in {self.seconds.get(name, 0.0):.0f} s"
         )
 
-    def rows(self) -> list[tuple[str, str, str]]:
+    def rows(self, against: str = "consistent") -> list[tuple[str, str, str]]:
         direct = self.results.get("direct", {})
-        wrapped = self.results.get("consistent", {})
+        wrapped = self.results.get(against, {})
         return [
             (t, direct.get(t, "-"), wrapped.get(t, "-"))
             for t in sorted(direct.keys() | wrapped.keys())
         ]
 
-    def regressions(self) -> list[str]:
-        """Tests that pass directly and not through the wrapper."""
-        return [t for t, d, w in self.rows() if d == PASSED and w != PASSED]
+    def regressions(self, against: str = "consistent") -> list[str]:
+        """Tests that pass directly and not through ``against`` (the wrapper by default)."""
+        return [t for t, d, w in self.rows(against) if d == PASSED and w != PASSED]
+
+    def differences(self, one: str, other: str) -> list[str]:
+        """Tests whose outcome differs between passes ``one`` and ``other``."""
+        a, b = self.results.get(one, {}), self.results.get(other, {})
+        return sorted(t for t in a.keys() | b.keys() if a.get(t, "-") != b.get(t, "-"))
 
 
 def verdict(
-    comparison: Comparison, listed: Mapping[str, str]
+    comparison: Comparison, listed: Mapping[str, str], against: str = "consistent"
 ) -> tuple[list[str], list[str], list[str]]:
     """(unlisted regressions, listed regressions, listed tests that no longer regress)."""
-    regressions = comparison.regressions()
+    regressions = comparison.regressions(against)
     unlisted = [t for t in regressions if t not in listed]
     explained = [t for t in regressions if t in listed]
     stale = sorted(t for t in listed if t not in regressions)
@@ -334,12 +356,136 @@ def compare(
     return comparison
 
 
+def proxy_config(topology: Any, multiplexing: bool) -> Any:
+    """A proxy in front of the primary alone (the suite expects one server), with the suite's
+    account as both its client user and its backend user."""
+    from proxy.config import parse
+
+    params = topology.connection_params()
+    return parse(
+        {
+            "listen": "127.0.0.1:0",
+            "local_infile": True,
+            "backends": {
+                "primary": f"{params.host}:{params.port}",
+                "user": params.user,
+                "password": params.password,
+            },
+            "users": {params.user: {"password": params.password}},
+            "pool": {"multiplexing": multiplexing, "max_connections": PROXY_POOL},
+        }
+    )
+
+
+def compare_proxy(
+    topology: Any,
+    overlay: Path,
+    reports: Path,
+    base_source: str,
+    *,
+    passes: tuple[str, ...] = PROXY_PASSES,
+    pytest_args: list[str] | None = None,
+) -> Comparison:
+    """The suite directly and through the proxy with multiplexing on and off."""
+    from proxy.testing import ProxyThread
+
+    comparison = Comparison()
+    databases_json = overlay / "pymysql" / "tests" / "databases.json"
+    direct = suite_databases(topology, base_source)
+    for name in passes:
+        recreate_databases(topology)
+        junit = reports / f"{name}.xml"
+        started = time.monotonic()
+        if name == "direct":
+            databases_json.write_text(json.dumps(direct, indent=2))
+            run_pass(overlay, junit, list(pytest_args or ()), wrap=None)
+        else:
+            multiplexing = name == "proxy-multiplexing"
+            with ProxyThread(proxy_config(topology, multiplexing)) as proxy:
+                through = [{**db, "host": "127.0.0.1", "port": proxy.port} for db in direct]
+                databases_json.write_text(json.dumps(through, indent=2))
+                run_pass(overlay, junit, list(pytest_args or ()), wrap=None)
+                pools = proxy.run(proxy.server.status)["pools"]
+            print(f"{name}: pools at the end {pools}")
+        comparison.seconds[name] = time.monotonic() - started
+        comparison.results[name] = outcomes(junit)
+    databases_json.write_text(json.dumps(direct, indent=2))
+    return comparison
+
+
+def proxy_table(comparison: Comparison, listed: Mapping[str, str], every: bool) -> str:
+    """One line per test (every test, or those whose outcomes differ): direct, multiplexing
+    on, multiplexing off, and a flag."""
+    names = PROXY_PASSES
+    tests = sorted(set().union(*(comparison.results.get(n, {}).keys() for n in names)))
+    width = max((len(t) for t in tests), default=10)
+    lines = [f"{'test':<{width}}  {'direct':<8}  {'mux on':<8}  {'mux off':<8}"]
+    for test_id in tests:
+        outs = [comparison.results.get(n, {}).get(test_id, "-") for n in names]
+        if not every and len(set(outs)) == 1:
+            continue
+        flag = ""
+        if outs[1] != outs[2]:
+            flag = "ON/OFF DIFFER"
+        elif outs[0] == PASSED and outs[1] != PASSED:
+            flag = "listed" if test_id in listed else "REGRESSION"
+        lines.append(
+            f"{test_id:<{width}}  {outs[0]:<8}  {outs[1]:<8}  {outs[2]:<8}  {flag}".rstrip()
+        )
+    return "\n".join(lines)
+
+
+def main_proxy(args: argparse.Namespace, source: Path, work: Path) -> int:
+    from consistent.testing.mariadb import start_topology
+
+    passes = ("direct", args.only) if args.only and args.only != "direct" else PROXY_PASSES
+    with start_topology(replicas=0) as topology:
+        base_source = (source / "pymysql" / "tests" / "base.py").read_text(encoding="utf-8")
+        overlay = build_overlay(source, work / "overlay", suite_databases(topology, base_source))
+        comparison = compare_proxy(
+            topology, overlay, work, base_source, passes=passes, pytest_args=args.pytest_args
+        )
+    print(f"JUnit reports: {work}")
+    listed = listed_exceptions(README.read_text(encoding="utf-8"), _PROXY_MARKS)
+    print(proxy_table(comparison, listed, args.table))
+    for name in passes:
+        print(comparison.summary(name))
+    status = 0
+    if len(passes) == len(PROXY_PASSES):
+        differ = comparison.differences("proxy-multiplexing", "proxy-no-multiplexing")
+        print(f"differ between multiplexing on and off: {len(differ)}")
+        for test_id in differ:
+            print(f"  ON/OFF DIFFER: {test_id}")
+        status = 1 if differ else 0
+    for name in passes[1:]:
+        unlisted, explained, stale = verdict(comparison, listed, name)
+        print(
+            f"pass directly, fail through the proxy ({name}): {len(unlisted) + len(explained)} "
+            f"({len(explained)} listed in README.md, {len(unlisted)} not)"
+        )
+        for test_id in unlisted:
+            print(f"  NOT LISTED: {test_id}")
+        for test_id in stale:
+            print(f"  listed in README.md but passing (or absent) now: {test_id}")
+        status = status or (1 if unlisted else 0)
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", type=Path, help="a PyMySQL source tree with pymysql/tests")
     parser.add_argument("--level", default="read_latest", help="the wrapper's level")
     parser.add_argument("--wait-timeout", type=float, default=5.0, help="the wrapper's")
-    parser.add_argument("--only", choices=PASSES, help="run one pass only")
+    parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="through the proxy with multiplexing on and off instead of the wrapper",
+    )
+    parser.add_argument(
+        "--only",
+        choices=sorted({*PASSES, *PROXY_PASSES}),
+        help="run one pass only (with --proxy: direct and that pass)",
+    )
     parser.add_argument("--work-dir", type=Path, help="keep downloads and reports here")
     parser.add_argument("--table", action="store_true", help="print every test, not only diffs")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
@@ -351,6 +497,10 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     source, origin = find_suite(args.source, work)
     print(f"suite: {origin}")
+    if args.proxy:
+        return main_proxy(args, source, work)
+    if args.only not in (None, *PASSES):
+        parser.error(f"--only {args.only} needs --proxy")
     passes = (args.only,) if args.only else PASSES
     with start_topology(replicas=2) as topology:
         base_source = (source / "pymysql" / "tests" / "base.py").read_text(encoding="utf-8")

@@ -228,6 +228,55 @@ def test_proxy_load_rows_give_memory_per_connection() -> None:
     assert load.result == "0 errors, 1 violations"
 
 
+def test_proxy_pool_clients_rows_give_logins_errors_connections_and_rss() -> None:
+    figures = {
+        "logged_in": 5000,
+        "login_errors": 0,
+        "login_seconds": 1.53,
+        "transactions": 15000,
+        "transactions_per_second": 2050.0,
+        "errors": 0,
+        "wrong_reads": 0,
+        "pool_max_connections": 100,
+        "pool_size_peak": 100,
+        "pool_waiting_peak": 4880,
+        "pool_exhausted": 0,
+        "rss_idle_mb": 115.0,
+        "rss_peak_mb": 148.1,
+        "clients": 5000,
+        "server_max_connections": 151,
+        "server_max_used_connections": 101,
+        "rss_start_mb": 47.3,
+        "rlimit_nofile": 20000,
+        "load": [0.78, 1.37],
+        "pass": True,
+    }
+    logins, connections, rss = suite.proxy_pool_clients_rows(figures)
+    assert "5,000 of 5,000, 0 errors" in logins.result
+    assert "max_connections 151" in logins.figure
+    assert "load 0.8 -> 1.4" in logins.detail
+    assert connections.result == "100 / 100"
+    assert "Max_used_connections 101" in connections.detail
+    assert rss.result == "47 / 115 / 148 MB"
+    with pytest.raises(suite.UnexpectedFigures):
+        suite.proxy_pool_clients_rows({**figures, "logged_in": None})
+
+
+def test_proxy_connect_per_txn_rows_compare_both_proxies_with_direct() -> None:
+    workload = {
+        "tps": {"direct": 2830.0, "multiplexing": 1024.0, "no_multiplexing": 856.0},
+        "multiplexing_over_direct": 0.362,
+        "no_multiplexing_over_direct": 0.302,
+    }
+    figures = {"threads": 4, "load": [4.0, 4.59], "pymysql": workload, "pymysql_read": workload}
+    write, read = suite.proxy_connect_per_txn_rows(figures)
+    assert write.figure.startswith("pymysql:")
+    assert read.figure.startswith("pymysql_read:")
+    assert write.result == f"{suite.ratio(0.362)} / {suite.ratio(0.302)} of direct"
+    assert "direct 2,830/s, pooled 1,024/s, multiplexing off 856/s" in write.detail
+    assert suite.proxy_connect_per_txn_rows({"threads": 4}) == []
+
+
 def test_proxy_bigpackets_and_bulk_rows() -> None:
     figures = {
         "size_mb": 60,
@@ -406,6 +455,8 @@ def test_every_area_of_the_issue_has_a_script() -> None:
         "emulator",
         "proxy",
         "proxy_load",
+        "proxy_pool_clients",
+        "proxy_connect_per_txn",
         "proxy_bigpackets",
         "proxy_bulk",
         "faults",

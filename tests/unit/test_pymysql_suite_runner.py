@@ -65,6 +65,33 @@ def test_only_unlisted_regressions_fail_the_run(runner: ModuleType) -> None:
     assert "listed" in next(line for line in table.splitlines() if line.startswith("a::w"))
 
 
+def test_through_the_proxy_any_difference_between_on_and_off_is_flagged(
+    runner: ModuleType,
+) -> None:
+    comparison = runner.Comparison(
+        results={
+            "direct": {"a::x": "passed", "a::y": "passed", "a::z": "passed"},
+            "proxy-multiplexing": {"a::x": "failed", "a::y": "passed", "a::z": "failed"},
+            "proxy-no-multiplexing": {"a::x": "passed", "a::y": "passed", "a::z": "failed"},
+        }
+    )
+    assert comparison.differences("proxy-multiplexing", "proxy-no-multiplexing") == ["a::x"]
+    listed = {"a::z": "a reason"}
+    assert runner.verdict(comparison, listed, "proxy-no-multiplexing") == ([], ["a::z"], [])
+    table = runner.proxy_table(comparison, listed, False).splitlines()
+    assert "ON/OFF DIFFER" in next(line for line in table if line.startswith("a::x"))
+    assert "listed" in next(line for line in table if line.startswith("a::z"))
+    assert not any(line.startswith("a::y") for line in table)  # the same everywhere
+
+
+def test_the_readme_lists_each_proxy_exception_with_a_reason(runner: ModuleType) -> None:
+    listed = runner.listed_exceptions(README.read_text(encoding="utf-8"), runner._PROXY_MARKS)
+    assert listed
+    for test_id, reason in listed.items():
+        assert test_id.split("::")[0].startswith(("test_", "thirdparty.")), test_id
+        assert len(reason) > 20, test_id
+
+
 def test_the_listed_exceptions_are_read_between_the_markers(runner: ModuleType) -> None:
     text = (
         "| `outside::x` | ignored |\n"
