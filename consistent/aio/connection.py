@@ -470,20 +470,35 @@ class Connection(ConnectionBase):
         with the primary's read deadline; failures as the routed path reports them.  This
         is the whole per-statement cost of a connection without replicas."""
         link = self._primary
-        timeout = link.read_timeout
         watchdog = link.watchdog
-        watchdog.arm(timeout)
+        watchdog.arm(link.read_timeout)
         try:
             return await call
-        except asyncio.CancelledError:
-            if watchdog.expired():
-                raise self._primary_lost(link.missed_deadline(timeout)) from None
-            self._interrupted(link)
-            raise
-        except Exception as exc:
-            raise self._direct_failure(exc) from exc
+        except BaseException as exc:
+            raise self._direct_raised(exc)  # noqa: B904 (the cause is set there)
         finally:
             watchdog.disarm()
+
+    def _direct_raised(self, exc: BaseException) -> BaseException:
+        """What to raise for ``exc``, raised by a statement of the direct path (no replicas)
+        while the primary's watchdog was armed: a missed deadline or a lost connection loses
+        the primary, a cancellation in the middle of a statement drops the connection and goes
+        on as it is, and a driver error becomes ours."""
+        if isinstance(exc, asyncio.CancelledError):
+            link = self._primary
+            if link.watchdog.expired():
+                failure = self._primary_lost(link.missed_deadline(link.read_timeout))
+                failure.__suppress_context__ = True  # as ``raise failure from None``
+                return failure
+            self._interrupted(link)
+            return exc
+        if isinstance(exc, Exception):
+            failure = self._direct_failure(exc)
+            if failure is not exc:  # as ``raise failure from exc``
+                failure.__cause__ = exc
+                failure.__suppress_context__ = True
+            return failure
+        return exc
 
 
 def _combined(cursors: tuple[type[Any], ...]) -> type[Cursor]:

@@ -237,11 +237,12 @@ def test_cancelling_a_read_on_a_replica_drops_only_that_connection(backend: Asyn
     run(backend, body)
 
 
+@pytest.mark.parametrize("routed", [True, False], ids=["routed", "no-replicas"])
 def test_cancelling_a_statement_on_the_primary_loses_the_session_visibly(
-    backend: AsyncBackend,
+    backend: AsyncBackend, routed: bool
 ) -> None:
     async def body() -> None:
-        conn = await backend.connect()
+        conn = await (backend.connect() if routed else backend.connect(replicas=[]))
         cur = conn.cursor()
         await cur.execute("/* consistent: primary */ SELECT 1")
         task = asyncio.ensure_future(cur.execute("/* consistent: primary */ SELECT SLEEP(5)"))
