@@ -1,7 +1,7 @@
-"""sysbench oltp_point_select through four targets, side by side in one run.
+"""sysbench through the proxy and its peers, side by side in one run.
 
-    python bench/proxy.py [--seconds 10] [--threads 8] [--rounds 1] [--profile] [--pipeline]
-                          [--json PATH]
+    python bench/proxy.py [--workload oltp_point_select|oltp_read_write] [--seconds 10]
+                          [--threads 8] [--rounds 1] [--profile] [--pipeline] [--json PATH]
 
 Targets, all on this machine (client, server and forwarder share its cores):
 
@@ -11,8 +11,15 @@ Targets, all on this machine (client, server and forwarder share its cores):
 * our proxy, primary only (like for like with the forwarders); again with backends asked for
   CLIENT_DEPRECATE_EOF only when the client does (sysbench's libmariadb does not, so the
   default configuration translates every result set's EOFs); then with two replicas (reads
-  routed to them and tracked); and, when its modules are compiled (``make native``), primary
-  only again from a copy of the sources without them, to show what compiling buys.
+  routed to them and tracked); primary only and with two replicas again with multiplexing off
+  (each session keeps backend connections of its own); and, when its modules are compiled
+  (``make native``), primary only again from a copy of the sources without them, to show what
+  compiling buys.
+
+``--workload`` picks sysbench's test: ``oltp_point_select`` (the default: autocommit point
+reads, each routed) or ``oltp_read_write`` (transactions of ten point reads, four range reads,
+two updates, a delete and an insert: every statement of a transaction goes to the primary, and
+the pool lends a connection per transaction).
 
 Every forwarder and proxy is started once; each round measures every target in turn, so that
 the ratios of one round are measured side by side (the machine is shared: compare ratios, not
@@ -109,7 +116,7 @@ class Result:
 def sysbench(target: Target, args: argparse.Namespace, command: str = "run") -> str:
     cmd = [
         "sysbench",
-        "oltp_point_select",
+        args.workload,
         "--db-driver=mysql",
         "--mysql-host=127.0.0.1",
         f"--mysql-port={target.port}",
@@ -188,6 +195,10 @@ def process(cmd: list[str], port: int, **kwargs: object) -> Iterator[subprocess.
 
 
 def proxy_config(topology: MariaDBTopology, port: int, replicas: bool, **extra: str) -> str:
+    """The proxy's configuration; ``extra`` are top-level settings, and ``pool_*`` ones go
+    to the ``[pool]`` section."""
+    pool = {k.removeprefix("pool_"): v for k, v in extra.items() if k.startswith("pool_")}
+    extra = {k: v for k, v in extra.items() if not k.startswith("pool_")}
     lines = [f'listen = "127.0.0.1:{port}"']
     lines += [f"{k} = {v}" for k, v in extra.items()]
     lines += [
@@ -199,6 +210,8 @@ def proxy_config(topology: MariaDBTopology, port: int, replicas: bool, **extra: 
     if replicas:
         names = ", ".join(f'"127.0.0.1:{r.port}"' for r in topology.replicas)
         lines.append(f"replicas = [{names}]")
+    if pool:
+        lines += ["[pool]", *(f"{k} = {v}" for k, v in pool.items())]
     lines += [f"[users.{USER}]", f'password = "{PASSWORD}"']
     return "\n".join(lines) + "\n"
 
@@ -323,6 +336,9 @@ def pipeline_gain(topology: MariaDBTopology, iterations: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--workload", choices=("oltp_point_select", "oltp_read_write"), default="oltp_point_select"
+    )
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--profile", action="store_true")
@@ -351,7 +367,7 @@ def run(topology: MariaDBTopology, args: argparse.Namespace) -> int:
     sysbench(direct, args, "prepare")
     topology.wait_for_all(60)
     print(
-        f"sysbench oltp_point_select, {args.threads} threads, {args.seconds} s per target, "
+        f"sysbench {args.workload}, {args.threads} threads, {args.seconds} s per target, "
         f"{args.rounds} round(s), {os.cpu_count()} cores shared by everything; "
         f"our proxy: {proxy_build()}\n"
     )
@@ -389,10 +405,15 @@ def run(topology: MariaDBTopology, args: argparse.Namespace) -> int:
 OURS = "our proxy (primary only)"
 #: Reads routed to two replicas and tracked: the same target against the forwarder.
 ROUTED = "our proxy (+2 replicas)"
+#: The same two with multiplexing off: each session keeps backend connections of its own.
+OURS_UNSHARED = "  primary only, no multiplexing"
+ROUTED_UNSHARED = "  +2 replicas, no multiplexing"
 VARIANTS: list[tuple[str, bool, dict[str, str]]] = [
     (OURS, False, {}),
     ("  same, EOFs as the client's", False, {"backend_deprecate_eof": "false"}),
     (ROUTED, True, {}),
+    (OURS_UNSHARED, False, {"pool_multiplexing": "false"}),
+    (ROUTED_UNSHARED, True, {"pool_multiplexing": "false"}),
 ]
 FROM_SOURCE = "  same, from source"
 
@@ -530,7 +551,8 @@ def write_json(
     value = paired_ratio(rounds)
     of_medians = ratio(results)
     document = {
-        "benchmark": "sysbench oltp_point_select",
+        "benchmark": f"sysbench {args.workload}",
+        "workload": args.workload,
         "threads": args.threads,
         "seconds": args.seconds,
         "rounds": args.rounds,

@@ -354,7 +354,8 @@ def _targets(figures: Figures) -> dict[str, Mapping[str, Any]]:
 
 
 def proxy_rows(figures: Figures) -> list[Row]:
-    area = f"proxy vs direct, sysbench oltp_point_select, {figures.get('threads', '?')} threads"
+    workload = figures.get("workload", "oltp_point_select")
+    area = f"proxy vs direct, sysbench {workload}, {figures.get('threads', '?')} threads"
     targets = _targets(figures)
     direct_name = next((n for n in targets if "direct" in n.lower()), None)
     if direct_name is None:
@@ -630,6 +631,16 @@ SCRIPTS: tuple[Script, ...] = (
         full_args=("--seconds", "10", "--rounds", "3"),
         full_timeout=900,
         area="proxy vs direct",
+    ),
+    Script(
+        "proxy_rw",
+        "bench/proxy.py",
+        ("--workload", "oltp_read_write", "--seconds", "6", "--rounds", "2"),
+        600,
+        proxy_rows,
+        full_args=("--workload", "oltp_read_write", "--seconds", "10", "--rounds", "3"),
+        full_timeout=900,
+        area="proxy vs direct, read/write",
     ),
     Script(
         "proxy_load",

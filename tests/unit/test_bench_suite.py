@@ -203,6 +203,16 @@ def test_proxy_rows_end_with_the_proxy_over_the_forwarder_when_given() -> None:
     assert (last.result, last.detail) == ("0.80x", "rounds: 0.70x 0.80x 0.90x")
 
 
+def test_proxy_rows_name_the_workload() -> None:
+    figures = {
+        "threads": 4,
+        "workload": "oltp_read_write",
+        "targets": {"MariaDB directly": _target(1.0, 1.0, None)},
+    }
+    (direct,) = suite.proxy_rows(figures)
+    assert direct.area == "proxy vs direct, sysbench oltp_read_write, 4 threads"
+
+
 def test_proxy_rows_need_the_direct_target() -> None:
     with pytest.raises(suite.UnexpectedFigures, match="no direct target"):
         suite.proxy_rows({"targets": {"uvloop forwarder": _target(1.0, 1.0, 1.0)}})
@@ -454,6 +464,7 @@ def test_every_area_of_the_issue_has_a_script() -> None:
         "tracing",
         "emulator",
         "proxy",
+        "proxy_rw",
         "proxy_load",
         "proxy_pool_clients",
         "proxy_connect_per_txn",
