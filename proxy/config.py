@@ -24,6 +24,9 @@ Example (every key but ``backends.primary`` and one user is optional)::
     wait_timeout = 5.0               # a session waits this long for one, then gets 1040
     idle_timeout = 60.0              # idle connections are closed after this long
     ping_after = 10.0                # an idle connection this old is pinged before use
+    hold_prepared = 1.0              # a connection with a session's prepared statements stays
+                                     # that session's this long after it comes back, while the
+                                     # pool can open another
 
     [tls]                            # TLS to clients (optional)
     cert = "proxy.pem"
@@ -204,6 +207,9 @@ class PoolConfig:
     idle_timeout: float = 60.0
     #: An idle connection unused this long is checked with COM_PING before it is lent.
     ping_after: float = 10.0
+    #: Seconds a connection holding a session's prepared statements is kept for that session
+    #: after it comes back, while the pool can open another (0: lent to any session at once).
+    hold_prepared: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,7 +481,14 @@ def _tls(data: Mapping[str, Any], base: Path | None) -> TlsConfig | None:
 
 
 _POOL_KEYS: Final = frozenset(
-    {"multiplexing", "max_connections", "wait_timeout", "idle_timeout", "ping_after"}
+    {
+        "multiplexing",
+        "max_connections",
+        "wait_timeout",
+        "idle_timeout",
+        "ping_after",
+        "hold_prepared",
+    }
 )
 
 
@@ -494,6 +507,9 @@ def _pool(data: Mapping[str, Any]) -> PoolConfig:
         idle_timeout=_number(p.get("idle_timeout", default.idle_timeout), "pool.idle_timeout"),
         ping_after=_number(
             p.get("ping_after", default.ping_after), "pool.ping_after", positive=False
+        ),
+        hold_prepared=_number(
+            p.get("hold_prepared", default.hold_prepared), "pool.hold_prepared", positive=False
         ),
     )
 

@@ -16,6 +16,13 @@ character set and schema, the replayed statements).  The pool lends, in this ord
 3. an idle connection whose fingerprint equals the session's (nothing to replay);
 4. any idle connection (reset with COM_RESET_CONNECTION, then the whole log replayed);
 5. a new connection, while the pool has fewer than ``max_connections``;
+
+   while the pool can still open one, a connection that holds another session's prepared
+   statements and came back less than ``hold_prepared`` seconds ago is not lent in 3. or 4.:
+   its session is likely to come back for it, and lending it would close those statements,
+   prepare this session's on it, and then the same again for the other session, statement
+   after statement (a client that prepares once and executes in a loop, such as sysbench,
+   would otherwise move every execution onto another session's connection);
 6. a connection another session held for a follow-up (that session loses the follow-up: its
    next follow-up statement gets an error rather than another connection's answer);
 7. otherwise the session waits, at most ``wait_timeout``, then gets error 1040
@@ -32,6 +39,7 @@ import asyncio
 import collections
 import enum
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -89,6 +97,7 @@ class PoolSettings:
     wait_timeout: float = 5.0
     idle_timeout: float = 60.0
     ping_after: float = 10.0
+    hold_prepared: float = 1.0
 
 
 def pin_reasons(
@@ -199,14 +208,17 @@ class ConnectionPool:
         self._wake()
 
     def pick(
-        self, owner: int, state_key: object, *, schema: bool
+        self, owner: int, state_key: object, *, schema: bool, hold: bool = False
     ) -> tuple[BackendConnection, Fit] | None:
         """The idle connection to lend session ``owner`` (whose state's fingerprint is
         ``state_key``; ``schema``: it has a default schema), taken out of the idle list, or
-        ``None`` when only a new connection (or a revoked follow-up) would do."""
+        ``None`` when only a new connection (or a revoked follow-up) would do.  ``hold``:
+        leave alone another session's connection that holds its prepared statements and came
+        back less than ``hold_prepared`` seconds ago (see the module docstring)."""
         idle = self._idle
         best: BackendConnection | None = None
         rank = 5
+        held_since = self._clock() - self.settings.hold_prepared if hold else math.inf
         for conn in reversed(idle):  # the most recently used first: the others age out
             if conn.lost:
                 continue
@@ -216,9 +228,13 @@ class ConnectionPool:
                 break
             if reserved:
                 continue
-            if conn.owner == owner and rank > 1:
-                best, rank = conn, 1
-            elif conn.state_key is not None and conn.state_key == state_key and rank > 2:
+            if conn.owner == owner:
+                if rank > 1:
+                    best, rank = conn, 1
+                continue
+            if conn.statements and conn.idle_since > held_since:
+                continue  # its session's, for now
+            if conn.state_key is not None and conn.state_key == state_key and rank > 2:
                 best, rank = conn, 2
             elif rank > 3 and (schema or not conn.has_schema):
                 best, rank = conn, 3
@@ -375,7 +391,12 @@ class ConnectionPool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.wait_timeout
         while True:
-            found = self.pick(owner, state_key, schema=schema)
+            found = self.pick(
+                owner,
+                state_key,
+                schema=schema,
+                hold=self.size < self.settings.max_connections,
+            )
             if found is not None:
                 conn, fit = found
                 if self._stale(conn) and not await self._ping(conn):

@@ -118,6 +118,7 @@ def _pool_settings(config: ProxyConfig) -> PoolSettings:
         wait_timeout=p.wait_timeout,
         idle_timeout=p.idle_timeout,
         ping_after=p.ping_after,
+        hold_prepared=p.hold_prepared,
     )
 
 

@@ -187,3 +187,14 @@ def test_bad_backend_deadlines_are_refused_by_name(key: str, value: object) -> N
     backends[key] = value
     with pytest.raises(ConfigError, match=f"backends.{key}"):
         parse(minimal(backends=backends))
+
+
+def test_pool_settings_have_defaults_and_are_checked_by_name() -> None:
+    pool = parse(minimal()).pool
+    assert (pool.multiplexing, pool.max_connections, pool.hold_prepared) == (True, 100, 1.0)
+    pool = parse(minimal(pool={"hold_prepared": 0, "max_connections": 8})).pool
+    assert (pool.max_connections, pool.hold_prepared) == (8, 0.0)
+    with pytest.raises(ConfigError, match="pool.hold_prepared"):
+        parse(minimal(pool={"hold_prepared": "1s"}))
+    with pytest.raises(ConfigError, match="hold_prepare"):
+        parse(minimal(pool={"hold_prepare": 1.0}))  # a misspelt key is named

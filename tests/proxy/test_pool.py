@@ -38,7 +38,13 @@ def new_conn(thread: int = 0) -> BackendConnection:
 
 
 def pool_with(clock: Clock | None = None, **settings: float) -> ConnectionPool:
-    values = {"max_connections": 2, "wait_timeout": 0.2, "idle_timeout": 60.0, "ping_after": 30.0}
+    values = {
+        "max_connections": 2,
+        "wait_timeout": 0.2,
+        "idle_timeout": 60.0,
+        "ping_after": 30.0,
+        "hold_prepared": 1.0,
+    }
     values.update(settings)
     return ConnectionPool(
         "primary 127.0.0.1:3306 as app",
@@ -47,6 +53,7 @@ def pool_with(clock: Clock | None = None, **settings: float) -> ConnectionPool:
             wait_timeout=values["wait_timeout"],
             idle_timeout=values["idle_timeout"],
             ping_after=values["ping_after"],
+            hold_prepared=values["hold_prepared"],
         ),
         clock=clock or Clock(),
     )
@@ -157,6 +164,49 @@ def test_reaping_closes_only_connections_idle_past_the_timeout() -> None:
     assert pool.idle_connections() == [young]
     assert old not in pool.idle_connections()
     assert pool.reaped == 1
+
+
+def test_a_connection_with_prepared_statements_stays_its_sessions_while_the_pool_can_grow() -> None:
+    clock = Clock()
+    pool = pool_with(clock, max_connections=3)
+    held = lent(pool, owner=2, key="k")
+    held.statements[1] = 7  # session 2's statement 1 is statement 7 on this connection
+    plain = lent(pool, owner=3, key="k")
+    assert pool.pick(1, "k", schema=True, hold=True) == (plain, Fit.MATCH)
+    pool.give_back(plain, state_key="k", follow_up=False)
+    plain.statements[1] = 8
+    assert pool.pick(1, "k", schema=True, hold=True) is None  # both held: open another
+    assert pool.pick(1, "k", schema=True) == (plain, Fit.MATCH)  # at the limit: lent anyway
+    pool.give_back(plain, state_key="k", follow_up=False)
+    clock.now += 0.5
+    assert pool.pick(1, "k", schema=True, hold=True) is None
+    assert pool.pick(2, "k", schema=True, hold=True) == (held, Fit.OWN)  # its own, always
+    clock.now += 0.6  # plain came back 1.1 s ago
+    assert pool.pick(1, "k", schema=True, hold=True) == (plain, Fit.MATCH)
+
+
+def test_borrow_opens_a_connection_rather_than_take_a_held_one_then_takes_it_at_the_limit() -> None:
+    async def scenario() -> None:
+        pool = pool_with(max_connections=2, wait_timeout=1.0)
+        opened: list[BackendConnection] = []
+
+        async def opener() -> BackendConnection:
+            conn = new_conn()
+            opened.append(conn)
+            return conn
+
+        first, _ = await pool.borrow(1, "k", opener, schema=True)
+        first.statements[1] = 5
+        pool.give_back(first, state_key="k", follow_up=False)
+        second, fit = await pool.borrow(2, "k", opener, schema=True)
+        assert (second is not first, fit) == (True, Fit.FRESH)
+        second.statements[1] = 6
+        pool.give_back(second, state_key="k", follow_up=False)
+        third, fit = await pool.borrow(3, "k", opener, schema=True)  # at the limit
+        assert (third in (first, second), fit) == (True, Fit.MATCH)
+        assert len(opened) == 2
+
+    asyncio.run(scenario())
 
 
 def test_borrow_opens_up_to_the_limit_then_a_waiter_gets_a_returned_connection() -> None:
