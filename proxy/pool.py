@@ -161,6 +161,8 @@ class ConnectionPool:
         self.reaped = 0
         self.ping_failures = 0
         self.exhausted = 0
+        #: Statements a session prepared again on a connection of this pool that lacked them.
+        self.prepared_again = 0
 
     # ----------------------------------------------------------------- bookkeeping
 
@@ -372,6 +374,7 @@ class ConnectionPool:
             "reaped": self.reaped,
             "ping_failures": self.ping_failures,
             "exhausted": self.exhausted,
+            "prepared_again": self.prepared_again,
         }
 
     # ----------------------------------------------------------------- borrowing

@@ -432,6 +432,9 @@ class SlowPath(ClientInput):
             logger.info("session %d: preparing on %s failed", self.id, conn.address)
             return False
         conn.statements[ps.client_id] = int.from_bytes(packet[1:5], "little")
+        pool = self._pools.get(conn.name)
+        if pool is not None:
+            pool.prepared_again += 1
         return True
 
     # ----------------------------------------------------------------- backend connections

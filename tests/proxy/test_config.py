@@ -194,7 +194,7 @@ def test_pool_settings_have_defaults_and_are_checked_by_name() -> None:
     assert (pool.multiplexing, pool.max_connections, pool.hold_prepared) == (True, 100, 1.0)
     pool = parse(minimal(pool={"hold_prepared": 0, "max_connections": 8})).pool
     assert (pool.max_connections, pool.hold_prepared) == (8, 0.0)
-    with pytest.raises(ConfigError, match="pool.hold_prepared"):
+    with pytest.raises(ConfigError, match=r"pool\.hold_prepared"):
         parse(minimal(pool={"hold_prepared": "1s"}))
     with pytest.raises(ConfigError, match="hold_prepare"):
         parse(minimal(pool={"hold_prepare": 1.0}))  # a misspelt key is named

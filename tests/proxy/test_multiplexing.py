@@ -438,6 +438,26 @@ def test_a_prepared_statement_is_prepared_again_on_another_connection(
         a.close()
 
 
+@pytest.mark.parametrize("hold", [1.0, 0.0], ids=["held", "not-held"])
+def test_sessions_executing_prepared_statements_keep_their_own_connections(
+    make_pooled: Callable[..., ProxyThread], hold: float
+) -> None:
+    proxy = make_pooled(max_connections=8, hold_prepared=hold)
+    clients = [RawClient(proxy.port, "app", "app-secret", database="mx_a") for _ in range(3)]
+    try:
+        ids = [c.prepare("SELECT k FROM t WHERE k < ?")[0] for c in clients]
+        for _ in range(12):  # one after the other: each finds the others' connections idle
+            for c, stmt_id in zip(clients, ids, strict=True):
+                c.execute(stmt_id, [1000])
+                c.scalar("SELECT 1 FROM DUAL FOR UPDATE")  # on the primary: no follow-up
+        replicas = [p for name, p in pools(proxy).items() if not name.startswith("primary ")]
+        again = sum(int(p["prepared_again"]) for p in replicas)
+        assert again <= 2 * len(clients) if hold else again > 2 * len(clients)
+    finally:
+        for c in clients:
+            c.close()
+
+
 def test_many_more_clients_than_connections_are_all_served(
     make_pooled: Callable[..., ProxyThread],
 ) -> None:
