@@ -37,6 +37,18 @@ def new_conn(thread: int = 0) -> BackendConnection:
     return BackendConnection("primary", ADDRESS, max_payload=1 << 24)
 
 
+class Opener:
+    """What a session passes to ``borrow`` to open a connection; remembers what it opened."""
+
+    def __init__(self) -> None:
+        self.opened: list[BackendConnection] = []
+
+    async def __call__(self) -> BackendConnection:
+        conn = new_conn()
+        self.opened.append(conn)
+        return conn
+
+
 def pool_with(clock: Clock | None = None, **settings: float) -> ConnectionPool:
     values = {
         "max_connections": 2,
@@ -188,12 +200,8 @@ def test_a_connection_with_prepared_statements_stays_its_sessions_while_the_pool
 def test_borrow_opens_a_connection_rather_than_take_a_held_one_then_takes_it_at_the_limit() -> None:
     async def scenario() -> None:
         pool = pool_with(max_connections=2, wait_timeout=1.0)
-        opened: list[BackendConnection] = []
-
-        async def opener() -> BackendConnection:
-            conn = new_conn()
-            opened.append(conn)
-            return conn
+        opener = Opener()
+        opened = opener.opened
 
         first, _ = await pool.borrow(1, "k", opener, schema=True)
         first.statements[1] = 5
@@ -212,12 +220,8 @@ def test_borrow_opens_a_connection_rather_than_take_a_held_one_then_takes_it_at_
 def test_borrow_opens_up_to_the_limit_then_a_waiter_gets_a_returned_connection() -> None:
     async def scenario() -> None:
         pool = pool_with(max_connections=2, wait_timeout=5.0)
-        opened: list[BackendConnection] = []
-
-        async def opener() -> BackendConnection:
-            conn = new_conn()
-            opened.append(conn)
-            return conn
+        opener = Opener()
+        opened = opener.opened
 
         a, fit_a = await pool.borrow(1, "s1", opener, schema=True)
         b, fit_b = await pool.borrow(2, "s2", opener, schema=True)
@@ -267,9 +271,7 @@ def test_a_lowered_maximum_closes_idle_connections_now_and_borrowed_ones_when_gi
 def test_a_raised_maximum_lets_a_waiting_session_open_a_connection_at_once() -> None:
     async def scenario() -> None:
         pool = pool_with(max_connections=1, wait_timeout=5.0)
-
-        async def opener() -> BackendConnection:
-            return new_conn()
+        opener = Opener()
 
         held, _ = await pool.borrow(1, "s1", opener, schema=True)
         waiter = asyncio.ensure_future(pool.borrow(2, "s2", opener, schema=True))
@@ -287,9 +289,7 @@ def test_a_raised_maximum_lets_a_waiting_session_open_a_connection_at_once() -> 
 def test_an_exhausted_pool_answers_1040_after_its_wait_timeout() -> None:
     async def scenario() -> None:
         pool = pool_with(max_connections=1, wait_timeout=0.05)
-
-        async def opener() -> BackendConnection:
-            return new_conn()
+        opener = Opener()
 
         await pool.borrow(1, "s", opener, schema=True)
         with pytest.raises(PoolExhausted) as caught:
@@ -305,9 +305,7 @@ def test_an_exhausted_pool_answers_1040_after_its_wait_timeout() -> None:
 def test_a_full_pool_revokes_a_follow_up_reservation_rather_than_wait() -> None:
     async def scenario() -> None:
         pool = pool_with(max_connections=1, wait_timeout=0.05)
-
-        async def opener() -> BackendConnection:
-            return new_conn()
+        opener = Opener()
 
         conn, _ = await pool.borrow(1, "s", opener, schema=True)
         pool.give_back(conn, state_key="s", follow_up=True)
