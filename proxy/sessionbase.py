@@ -41,11 +41,9 @@ from consistent.protocol import (
 from consistent.protocol.constants import Capability
 from consistent.telemetry import NOOP_SPAN, StatementSpan, Telemetry
 from proxy.backends import BackendConnection, BackendServer, BackendUnavailable, Credentials
+from proxy.clientlogin import Authenticator
 from proxy.config import ProxyConfig
 from proxy.errors import PoolExhausted
-from proxy.handshake import (
-    Authenticator,
-)
 from proxy.metrics import ProxyMetrics
 from proxy.pool import ConnectionPool, pin_reasons
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay

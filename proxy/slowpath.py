@@ -35,11 +35,8 @@ from consistent.protocol import (
 from consistent.protocol.constants import Capability
 from proxy.backends import BackendConnection, BackendUnavailable, Credentials
 from proxy.clientio import ClientInput
-from proxy.handshake import (
-    BACKEND_CAPABILITIES,
-    MIRRORED_CAPABILITIES,
-    AccessDenied,
-)
+from proxy.clientlogin import AccessDenied
+from proxy.handshake import BACKEND_CAPABILITIES, MIRRORED_CAPABILITIES
 from proxy.pool import ConnectionPool, Fit, charset_names
 from proxy.relay import ResponseKind
 from proxy.sessionbase import (
