@@ -27,7 +27,6 @@ from consistent.policy import (
     PolicyConfig,
     ReplicaKnowledge,
     SessionPolicy,
-    Tracking,
     WaitOutcome,
 )
 from consistent.protocol import (
@@ -55,7 +54,6 @@ __all__ = ["Broken", "ReplayFailed", "SessionBase", "SessionHost"]
 
 logger = logging.getLogger(__name__)
 
-_TRACKING_OWN: Final = Tracking.OWN
 #: Server status flags that bind a session to its connection (see proxy.pool.pin_reasons).
 _BINDING_STATUS: Final = int(ServerStatus.IN_TRANS | ServerStatus.CURSOR_EXISTS)
 _QUERY: Final = ResponseKind.QUERY
@@ -135,9 +133,6 @@ class SessionBase:
         # Which function calls a replica may run (the configuration's declared functions and
         # the servers' family), for every statement this session classifies.
         self._functions = host.functions
-        # MariaDB has no ALL tracker (read_all_writes needs none): its primary connections
-        # always track the session's own GTIDs.
-        self._fixed_tracking: Tracking | None = _TRACKING_OWN if self._mariadb else None
         self._metrics = host.metrics
         self._tally = self._metrics.tally()
         self.id = connection_id

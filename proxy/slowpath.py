@@ -73,7 +73,7 @@ class SlowPath(ClientInput):
         if conn.lost:
             return None
         if target == PRIMARY:
-            want = self._fixed_tracking or self.policy.tracking
+            want = self.policy.tracking
             if conn.tracking is not want and not self.policy.in_transaction:
                 return None
             if self._multiplex and conn.applied_seq < self.policy.replay_seq:
@@ -172,7 +172,7 @@ class SlowPath(ClientInput):
                 raise ReplayFailed(f"{sql}: {result.error.message}")
 
     def _want_tracking(self) -> Tracking:
-        return self._fixed_tracking or self.policy.tracking
+        return self.policy.tracking
 
     def _credentials(self) -> Credentials:
         backends = self._config.backends
