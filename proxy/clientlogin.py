@@ -53,6 +53,7 @@ from consistent.protocol import (
     is_ssl_request,
     native_password_hash,
     parse_handshake_response41,
+    run_caching_sha2,
     verify_native_password,
 )
 from consistent.protocol.constants import MariaDbCapability
@@ -387,17 +388,22 @@ class Authenticator:
             check=lambda password: self._check_password(user, password),
             empty_password=self._empty_password(user),
         )
-        step = exchange.start(scramble)
-        if step.verdict is Verdict.READ:
-            self.full_authentications += 1
-        while True:
-            if step.reply is not None:
-                seq = (seq + 1) & 0xFF
-                _send(ep, step.reply, seq)
-            if step.verdict is not Verdict.READ:
-                break
+
+        async def send(reply: bytes) -> None:
+            nonlocal seq
+            seq = (seq + 1) & 0xFF
+            _send(ep, reply, seq)
+
+        async def read() -> bytes:
+            nonlocal seq
             seq, packet = await ep.read_packet(None)
-            step = exchange.receive(packet)
+            return packet
+
+        try:
+            step = await run_caching_sha2(exchange, scramble, send=send, read=read)
+        finally:  # counted even when the client goes away during the exchange
+            if exchange.full_authentication:
+                self.full_authentications += 1
         if step.verdict is not Verdict.ACCEPT:
             return False, seq
         if step.password is not None:
