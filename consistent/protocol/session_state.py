@@ -34,7 +34,7 @@ https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_basic_ok_packet.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Final
 
@@ -247,19 +247,20 @@ def gtid_text(blocks: Iterable[SessionStateChange], source: int = ANY_GTIDS) -> 
     count together (see the module's docstring): MySQL texts are joined into one set's text,
     MariaDB positions merged.  Text that is not ASCII raises :class:`RemoteProtocolError`.
     """
-    mysql: list[str] = []
-    maria: list[str] = []
+    mysql: str | None = None
+    maria: str | None = None
     for block in blocks:
         if isinstance(block, Gtids):
-            if source != MARIADB_GTIDS:
-                _keep(mysql, block.text)
+            if source != MARIADB_GTIDS and (text := _ascii(block.text)):
+                mysql = text if mysql is None else f"{mysql},{text}"
         elif (
             isinstance(block, SystemVariable)
             and source != MYSQL_GTIDS
             and block.name.lower() == MARIADB_LAST_GTID
+            and (text := _ascii(block.value))
         ):
-            _keep(maria, block.value)
-    return _union(mysql, maria)
+            maria = text if maria is None else _merge_positions(maria, text)
+    return maria if mysql is None else mysql
 
 
 def gtid_info(ok: OkPacket) -> GtidSet | MariaPosition | None:
@@ -293,11 +294,65 @@ def ok_tail_gtid_text(tail: bytes, source: int = ANY_GTIDS) -> str | None:
     if not tail:
         return None
     try:
-        found = _scan_short(tail, source)
+        size = len(tail)
+        info = tail[0]
+        if info >= _LENENC_2:
+            return _parsed(tail, source)
+        pos = info + 1
+        if pos >= size:
+            if pos > size:
+                raise RemoteProtocolError("the OK packet's info runs past its end")
+            return None  # info only: no session state
+        blob = tail[pos]
+        if blob >= _LENENC_2:
+            return _parsed(tail, source)
+        pos += 1
+        end = pos + blob
+        if end > size:
+            raise RemoteProtocolError("session-state data runs past the end of the OK packet")
+        mysql: str | None = None
+        maria: str | None = None
+        while pos < end:
+            if pos + 2 > end:
+                raise RemoteProtocolError("truncated session-state block")
+            kind = tail[pos]
+            length = tail[pos + 1]
+            if kind >= _LENENC_2 or length >= _LENENC_2:
+                return _parsed(tail, source)
+            entity = pos + 2
+            pos = entity + length
+            if pos > end:
+                raise RemoteProtocolError("session-state block runs past its blob")
+            if kind == _GTIDS and source != MARIADB_GTIDS:
+                # encoding specification (0), then the set as a length-encoded string
+                if length < 2 or tail[entity] >= _LENENC_2 or tail[entity + 1] >= _LENENC_2:
+                    return _parsed(tail, source)
+                text_end = entity + 2 + tail[entity + 1]
+                if text_end > pos:
+                    return _parsed(tail, source)
+                text = tail[entity + 2 : text_end].decode("ascii").strip()
+                if text:
+                    mysql = text if mysql is None else f"{mysql},{text}"
+            elif kind == _SYSTEM_VARIABLES and source != MYSQL_GTIDS:
+                if length == 0 or tail[entity] >= _LENENC_2:
+                    return _parsed(tail, source)
+                name_end = entity + 1 + tail[entity]
+                if name_end >= pos or tail[name_end] >= _LENENC_2:
+                    return _parsed(tail, source)
+                if tail[entity + 1 : name_end].lower() == _LAST_GTID:
+                    value_end = name_end + 1 + tail[name_end]
+                    if value_end > pos:
+                        return _parsed(tail, source)
+                    text = tail[name_end + 1 : value_end].decode("ascii").strip()
+                    if text:
+                        maria = text if maria is None else _merge_positions(maria, text)
+        return maria if mysql is None else mysql
     except UnicodeDecodeError:
         raise RemoteProtocolError(f"GTID text is not ASCII in {tail!r}") from None
-    if found is not _SLOW:
-        return found
+
+
+def _parsed(tail: bytes, source: int) -> str | None:
+    """:func:`gtid_text` of the tail's blocks, parsed in full."""
     reader = Reader(tail)
     reader.skip(reader.lenenc_int())  # the human-readable info
     if reader.at_end():
@@ -305,27 +360,17 @@ def ok_tail_gtid_text(tail: bytes, source: int = ANY_GTIDS) -> str | None:
     return gtid_text(parse_session_state(reader.lenenc_view()), source)
 
 
-def _keep(texts: list[str], text: str) -> None:
-    """Add ``text`` to ``texts`` unless it is empty; refuse text that is not ASCII."""
+def _ascii(text: str) -> str:
+    """``text`` stripped (empty: nothing); text that is not ASCII is refused."""
     text = text.strip()
-    if not text:
-        return
     if not text.isascii():
         raise RemoteProtocolError(f"GTID text is not ASCII: {text!r}")
-    texts.append(text)
+    return text
 
 
-def _union(mysql: Sequence[str], maria: Sequence[str]) -> str | None:
-    if mysql:
-        return mysql[0] if len(mysql) == 1 else ",".join(mysql)
-    if maria:
-        if len(maria) == 1:
-            return maria[0]
-        merged = _position(maria[0])
-        for text in maria[1:]:
-            merged = merged.merge(_position(text))
-        return str(merged)
-    return None
+def _merge_positions(a: str, b: str) -> str:
+    """Two ``last_gtid`` values of one packet as one position: per domain, the later GTID."""
+    return str(_position(a).merge(_position(b)))
 
 
 def _position(text: str) -> MariaPosition:
@@ -340,58 +385,3 @@ _SYSTEM_VARIABLES: Final = int(SessionStateType.SYSTEM_VARIABLES)
 _LAST_GTID: Final = MARIADB_LAST_GTID.encode()
 # First byte of a length-encoded integer that is not the value itself (0xFB NULL, 0xFC…).
 _LENENC_2: Final = 0xFB
-# Returned by the fast scan when a length needs more than one byte, or a block it reads does
-# not have the shape mysqld writes: the full parser then decides.
-_SLOW: Final = "\x00slow"
-
-
-def _scan_short(tail: bytes, source: int) -> str | None:
-    size = len(tail)
-    info = tail[0]
-    if info >= _LENENC_2:
-        return _SLOW
-    pos = info + 1
-    if pos >= size:
-        if pos > size:
-            raise RemoteProtocolError("the OK packet's info runs past its end")
-        return None  # info only: no session state
-    blob = tail[pos]
-    if blob >= _LENENC_2:
-        return _SLOW
-    pos += 1
-    end = pos + blob
-    if end > size:
-        raise RemoteProtocolError("session-state data runs past the end of the OK packet")
-    mysql: list[str] = []
-    maria: list[str] = []
-    while pos < end:
-        if pos + 2 > end:
-            raise RemoteProtocolError("truncated session-state block")
-        kind = tail[pos]
-        length = tail[pos + 1]
-        if kind >= _LENENC_2 or length >= _LENENC_2:
-            return _SLOW
-        entity = pos + 2
-        pos = entity + length
-        if pos > end:
-            raise RemoteProtocolError("session-state block runs past its blob")
-        if kind == _GTIDS and source != MARIADB_GTIDS:
-            # encoding specification (0), then the set as a length-encoded string
-            if length < 2 or tail[entity] >= _LENENC_2 or tail[entity + 1] >= _LENENC_2:
-                return _SLOW
-            text_end = entity + 2 + tail[entity + 1]
-            if text_end > pos:
-                return _SLOW
-            _keep(mysql, tail[entity + 2 : text_end].decode("ascii"))
-        elif kind == _SYSTEM_VARIABLES and source != MYSQL_GTIDS:
-            if length == 0 or tail[entity] >= _LENENC_2:
-                return _SLOW
-            name_end = entity + 1 + tail[entity]
-            if name_end >= pos or tail[name_end] >= _LENENC_2:
-                return _SLOW
-            if tail[entity + 1 : name_end].lower() == _LAST_GTID:
-                value_end = name_end + 1 + tail[name_end]
-                if value_end > pos:
-                    return _SLOW
-                _keep(maria, tail[name_end + 1 : value_end].decode("ascii"))
-    return _union(mysql, maria)
