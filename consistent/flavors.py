@@ -44,7 +44,13 @@ from consistent.errors import (
     RemoteProtocolError,
 )
 from consistent.gtid import GtidSet, GtidState, MariaPosition, gtid_tags_in
-from consistent.protocol import Gtids, OkPacket, SessionStateChange, SystemVariable
+from consistent.protocol import OkPacket, SessionStateChange
+from consistent.protocol.session_state import (
+    MARIADB_GTIDS,
+    MARIADB_LAST_GTID,
+    MYSQL_GTIDS,
+    gtid_text,
+)
 
 __all__ = [
     "MARIADB",
@@ -60,8 +66,6 @@ __all__ = [
     "detect_flavor",
     "flavor_by_name",
 ]
-
-LAST_GTID: Final = "last_gtid"
 
 # Every character a rendered GTID set or position can contain (uuid, tag, numbers, separators).
 _GTID_TEXT = re.compile(r"[0-9A-Za-z_:,\-]*")
@@ -161,7 +165,8 @@ class Flavor(ABC):
 
     @abstractmethod
     def gtids_from_session_state(self, blocks: Iterable[SessionStateChange]) -> GtidState | None:
-        """The GTIDs in an OK packet's session-state blocks, or ``None``.
+        """The GTIDs in an OK packet's session-state blocks, or ``None``; repeated blocks
+        count together (:func:`consistent.protocol.session_state.gtid_text`).
 
         Text that is not a GTID state raises :class:`~consistent.errors.RemoteProtocolError`:
         the server sent something impossible.
@@ -288,16 +293,13 @@ class MySQLFlavor(Flavor):
         return f"SET SESSION session_track_gtids = {TrackingMode(mode).value}"
 
     def gtids_from_session_state(self, blocks: Iterable[SessionStateChange]) -> GtidSet | None:
-        found: GtidSet | None = None
-        for block in blocks:
-            if not isinstance(block, Gtids) or not block.text.strip():
-                continue
-            try:
-                gtids = GtidSet.parse(block.text, tags=self.gtid_tags)
-            except MalformedGtidSet as exc:
-                raise RemoteProtocolError(f"GTIDS block is not a GTID set: {exc.msg}") from exc
-            found = gtids if found is None else found | gtids
-        return found
+        text = gtid_text(blocks, MYSQL_GTIDS)
+        if text is None:
+            return None
+        try:
+            return GtidSet.parse(text, tags=self.gtid_tags)
+        except MalformedGtidSet as exc:
+            raise RemoteProtocolError(f"GTIDS block is not a GTID set: {exc.msg}") from exc
 
     def wait_statement(self, state: GtidState, timeout: float) -> str:
         seconds = _render_timeout(timeout)
@@ -374,26 +376,21 @@ class MariaDBFlavor(Flavor):
                 "tracking_probe() as 'current'"
             )
         names = _tracked_names(current)
-        if "*" in names or LAST_GTID in (name.lower() for name in names):
+        if "*" in names or MARIADB_LAST_GTID in (name.lower() for name in names):
             return None
-        listed = ",".join([*names, LAST_GTID])
+        listed = ",".join([*names, MARIADB_LAST_GTID])
         return f"SET SESSION session_track_system_variables = '{listed}'"
 
     def gtids_from_session_state(
         self, blocks: Iterable[SessionStateChange]
     ) -> MariaPosition | None:
-        found: MariaPosition | None = None
-        for block in blocks:
-            if not isinstance(block, SystemVariable) or block.name.lower() != LAST_GTID:
-                continue
-            if not block.value.strip():
-                continue
-            try:
-                position = MariaPosition.parse(block.value.strip())
-            except MalformedGtidSet as exc:
-                raise RemoteProtocolError(f"last_gtid is not a GTID position: {exc.msg}") from exc
-            found = position if found is None else found.merge(position)
-        return found
+        text = gtid_text(blocks, MARIADB_GTIDS)
+        if text is None:
+            return None
+        try:
+            return MariaPosition.parse(text)
+        except MalformedGtidSet as exc:
+            raise RemoteProtocolError(f"last_gtid is not a GTID position: {exc.msg}") from exc
 
     def wait_statement(self, state: GtidState, timeout: float) -> str:
         seconds = _render_timeout(timeout)

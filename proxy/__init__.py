@@ -10,7 +10,8 @@ Modules, from the socket up:
 =================  ========================================================================
 ``errors``         the proxy's exceptions (never compiled: they derive from PyMySQL's classes)
 ``stream``         one TCP connection: packet mode (connection phase), stream mode (commands)
-``handshake``      the connection phase both ways: clients at the proxy, the proxy at backends
+``clientlogin``    the connection phase with a client: greeting, TLS, the configured users
+``handshake``      the connection phase at a backend: the proxy logs in as a client
 ``relay``          the response state machine: where each backend response ends, what changes
 ``backends``       backend connections, per-server accounting, the health/GTID monitor
 ``pool``           backend connections shared by the sessions (multiplexing), pin reasons

@@ -40,15 +40,15 @@ from consistent.telemetry.appspans import provider_telemetry
 from proxy.admin import AdminServer
 from proxy.admission import LoginGate
 from proxy.backends import BackendServer, Credentials, HealthMonitor
-from proxy.config import ConfigError, ProxyConfig
-from proxy.handshake import (
-    BACKEND_CAPABILITIES,
+from proxy.clientlogin import (
     RELAYED_MARIADB_CAPABILITIES,
     AccessDenied,
     Authenticator,
     login_ok,
     proxy_capabilities,
 )
+from proxy.config import ConfigError, ProxyConfig
+from proxy.handshake import BACKEND_CAPABILITIES
 from proxy.metrics import (
     PRIMARY_ROLE,
     REPLICA_ROLE,

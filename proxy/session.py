@@ -54,13 +54,13 @@ from consistent.errors import (
     MalformedGtidSet,
     RemoteProtocolError,
 )
-from consistent.flavors import WaitOutcome as FlavorWait
 from consistent.policy import (
     PRIMARY,
     Action,
     Decision,
     Level,
     WaitOutcome,
+    wait_outcome,
 )
 from consistent.policy.deadlines import wait_deadline
 from consistent.protocol import (
@@ -119,11 +119,6 @@ _MAY_INTERCEPT: Final = (b"S", b"s")
 _PIPELINABLE: Final = frozenset({ResponseKind.QUERY, ResponseKind.EXECUTE, ResponseKind.FIELD_LIST})
 _QUERY: Final = ResponseKind.QUERY
 _SESSION_STATE: Final = StatementKind.SESSION_STATE
-_WAIT_OUTCOMES: Final = {
-    FlavorWait.SATISFIED: WaitOutcome.REACHED,
-    FlavorWait.TIMEOUT: WaitOutcome.TIMED_OUT,
-    FlavorWait.UNAVAILABLE: WaitOutcome.ERROR,
-}
 
 
 class Session(SlowPath):
@@ -672,7 +667,7 @@ class Session(SlowPath):
             )
             return WaitOutcome.ERROR
         try:
-            return _WAIT_OUTCOMES[self._flavor.interpret_wait_result(result.scalar())]
+            return wait_outcome(self._flavor, result.scalar())
         except Error:
             return WaitOutcome.ERROR
 

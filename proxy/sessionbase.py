@@ -27,7 +27,6 @@ from consistent.policy import (
     PolicyConfig,
     ReplicaKnowledge,
     SessionPolicy,
-    Tracking,
     WaitOutcome,
 )
 from consistent.protocol import (
@@ -41,11 +40,9 @@ from consistent.protocol import (
 from consistent.protocol.constants import Capability
 from consistent.telemetry import NOOP_SPAN, StatementSpan, Telemetry
 from proxy.backends import BackendConnection, BackendServer, BackendUnavailable, Credentials
+from proxy.clientlogin import Authenticator
 from proxy.config import ProxyConfig
 from proxy.errors import PoolExhausted
-from proxy.handshake import (
-    Authenticator,
-)
 from proxy.metrics import ProxyMetrics
 from proxy.pool import ConnectionPool, pin_reasons
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay
@@ -57,7 +54,6 @@ __all__ = ["Broken", "ReplayFailed", "SessionBase", "SessionHost"]
 
 logger = logging.getLogger(__name__)
 
-_TRACKING_OWN: Final = Tracking.OWN
 #: Server status flags that bind a session to its connection (see proxy.pool.pin_reasons).
 _BINDING_STATUS: Final = int(ServerStatus.IN_TRANS | ServerStatus.CURSOR_EXISTS)
 _QUERY: Final = ResponseKind.QUERY
@@ -137,9 +133,6 @@ class SessionBase:
         # Which function calls a replica may run (the configuration's declared functions and
         # the servers' family), for every statement this session classifies.
         self._functions = host.functions
-        # MariaDB has no ALL tracker (read_all_writes needs none): its primary connections
-        # always track the session's own GTIDs.
-        self._fixed_tracking: Tracking | None = _TRACKING_OWN if self._mariadb else None
         self._metrics = host.metrics
         self._tally = self._metrics.tally()
         self.id = connection_id

@@ -35,11 +35,8 @@ from consistent.protocol import (
 from consistent.protocol.constants import Capability
 from proxy.backends import BackendConnection, BackendUnavailable, Credentials
 from proxy.clientio import ClientInput
-from proxy.handshake import (
-    BACKEND_CAPABILITIES,
-    MIRRORED_CAPABILITIES,
-    AccessDenied,
-)
+from proxy.clientlogin import AccessDenied
+from proxy.handshake import BACKEND_CAPABILITIES, MIRRORED_CAPABILITIES
 from proxy.pool import ConnectionPool, Fit, charset_names
 from proxy.relay import ResponseKind
 from proxy.sessionbase import (
@@ -76,7 +73,7 @@ class SlowPath(ClientInput):
         if conn.lost:
             return None
         if target == PRIMARY:
-            want = self._fixed_tracking or self.policy.tracking
+            want = self.policy.tracking
             if conn.tracking is not want and not self.policy.in_transaction:
                 return None
             if self._multiplex and conn.applied_seq < self.policy.replay_seq:
@@ -175,7 +172,7 @@ class SlowPath(ClientInput):
                 raise ReplayFailed(f"{sql}: {result.error.message}")
 
     def _want_tracking(self) -> Tracking:
-        return self._fixed_tracking or self.policy.tracking
+        return self.policy.tracking
 
     def _credentials(self) -> Credentials:
         backends = self._config.backends

@@ -11,20 +11,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from consistent import flavors
-from consistent.errors import InterfaceError
 from consistent.flavors import Flavor, ServerRole, TrackingMode
 from consistent.gtid import GtidState
-from consistent.policy import Tracking, WaitOutcome
+from consistent.policy import Tracking, WaitOutcome, wait_outcome
 from consistent.policy.states import FlavorName
 
 __all__ = ["FlavorSQL", "detect_flavor", "flavor_sql"]
-
-_OUTCOMES: Final = {
-    flavors.WaitOutcome.SATISFIED: WaitOutcome.REACHED,
-    flavors.WaitOutcome.TIMEOUT: WaitOutcome.TIMED_OUT,
-    # NULL: the function declined to wait; nothing is known, so do not read there.
-    flavors.WaitOutcome.UNAVAILABLE: WaitOutcome.ERROR,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +78,7 @@ class FlavorSQL:
 
     def wait_outcome(self, value: object) -> WaitOutcome:
         """The policy's outcome for the wait function's value."""
-        try:
-            return _OUTCOMES[self.flavor.interpret_wait_result(value)]
-        except InterfaceError:
-            return WaitOutcome.ERROR
+        return wait_outcome(self.flavor, value)
 
     def parse_executed(self, value: object) -> GtidState:
         """The state read by :attr:`primary_executed` / :attr:`replica_executed`."""

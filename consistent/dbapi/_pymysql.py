@@ -38,12 +38,15 @@ from pymysql.constants import CLIENT
 from consistent import errors
 from consistent.dbapi.cursorbase import driver_classes, driver_kind
 from consistent.errnos import CR, ER
-from consistent.errors import RemoteProtocolError
 from consistent.gtid import GtidState
-from consistent.protocol.constants import ServerStatus, SessionStateType
+from consistent.protocol.constants import ServerStatus
 from consistent.protocol.lenenc import Reader
 from consistent.protocol.responses import OkPacket
-from consistent.protocol.session_state import MARIADB_LAST_GTID, Schema, parse_session_state
+from consistent.protocol.session_state import (
+    Schema,
+    ok_tail_gtid_text,
+    parse_session_state,
+)
 from consistent.protocol.session_state import gtid_info as _gtid_info
 
 __all__ = [
@@ -187,106 +190,14 @@ def decode_ok_tail(status: int, tail: bytes) -> OkTail | None:
     return OkTail(status, gtids, schema)
 
 
-_GTIDS: Final = int(SessionStateType.GTIDS)
-_SYSTEM_VARIABLES: Final = int(SessionStateType.SYSTEM_VARIABLES)
-_LAST_GTID: Final = MARIADB_LAST_GTID.encode()
-# First byte of a length-encoded integer that is not the value itself (0xFB NULL, 0xFC…).
-_LENENC_2: Final = 0xFB
-
-
 def tracked_gtid_text(status: int, tail: bytes) -> str | None:
-    """The GTID text an OK tail carries, unparsed: MySQL's GTIDS block (type 3), else MariaDB's
-    ``last_gtid`` system variable (type 0).  ``None`` when there is none.
-
-    This runs after every write, so it builds no block objects and leaves parsing the text to
-    the caller (who may find a later text supersedes it).  When every length in the tail fits
-    in one byte — the usual shape — it reads them by indexing; anything else goes through our
-    codec's :class:`~consistent.protocol.lenenc.Reader`.  Both give the same answer (a property
-    test checks it).  Raises ``RemoteProtocolError`` on malformed bytes.
-    """
+    """The GTID text an OK tail carries, unparsed (MySQL's GTIDS blocks, else MariaDB's
+    ``last_gtid``); ``None`` when there is none.  This runs after every write: it builds no
+    block objects (:func:`~consistent.protocol.session_state.ok_tail_gtid_text`) and leaves
+    parsing the text to the caller.  Raises ``RemoteProtocolError`` on malformed bytes."""
     if not status & _STATE_CHANGED or not tail:
         return None
-    try:
-        fast = _scan_short(tail)
-    except UnicodeDecodeError:
-        raise RemoteProtocolError(f"GTID text is not ASCII in {tail!r}") from None
-    return fast if fast is not _SLOW else _scan_with_reader(tail)
-
-
-# Returned by the fast scan when a length needs more than one byte.
-_SLOW: Final = "\x00slow"
-
-
-def _scan_short(tail: bytes) -> str | None:
-    size = len(tail)
-    info = tail[0]
-    if info >= _LENENC_2:
-        return _SLOW
-    pos = info + 1
-    if pos >= size:
-        return None  # info only: no session state
-    blob = tail[pos]
-    if blob >= _LENENC_2:
-        return _SLOW
-    pos += 1
-    end = pos + blob
-    if end > size:
-        raise RemoteProtocolError("session-state data runs past the end of the OK packet")
-    found: str | None = None
-    seen = False  # only the first last_gtid counts, as in consistent.protocol's gtid_info
-    while pos < end:
-        if pos + 2 > end:
-            raise RemoteProtocolError("truncated session-state block")
-        kind = tail[pos]
-        length = tail[pos + 1]
-        if kind >= _LENENC_2 or length >= _LENENC_2:
-            return _SLOW
-        entity = pos + 2
-        pos = entity + length
-        if pos > end:
-            raise RemoteProtocolError("session-state block runs past its blob")
-        if kind == _GTIDS:
-            # encoding specification (0), then the set as a length-encoded string
-            if length < 2 or tail[entity] >= _LENENC_2 or tail[entity + 1] >= _LENENC_2:
-                return _SLOW
-            text_end = entity + 2 + tail[entity + 1]
-            if text_end > pos:
-                raise RemoteProtocolError("GTIDS block runs past its entity")
-            return tail[entity + 2 : text_end].decode("ascii").strip() or None
-        if kind == _SYSTEM_VARIABLES and not seen and length:
-            name_end = entity + 1 + tail[entity]
-            if tail[entity] >= _LENENC_2 or name_end >= pos or tail[name_end] >= _LENENC_2:
-                return _SLOW
-            if tail[entity + 1 : name_end].lower() == _LAST_GTID:
-                seen = True
-                value_end = name_end + 1 + tail[name_end]
-                if value_end > pos:
-                    raise RemoteProtocolError("last_gtid value runs past its entity")
-                found = tail[name_end + 1 : value_end].decode("ascii").strip() or None
-    return found
-
-
-def _scan_with_reader(tail: bytes) -> str | None:
-    reader = Reader(tail)
-    reader.skip(reader.lenenc_int())  # the human-readable info
-    if reader.at_end():
-        return None
-    blocks = Reader(reader.lenenc_view())
-    found: str | None = None
-    seen = False
-    while not blocks.at_end():
-        kind = blocks.lenenc_int()
-        entity = blocks.lenenc_view()
-        if kind == _GTIDS:
-            block = Reader(entity)
-            block.lenenc_int()  # encoding specification, always 0
-            return block.lenenc_text().strip() or None
-        if kind == _SYSTEM_VARIABLES and not seen:
-            block = Reader(entity)
-            if bytes(block.lenenc_view()).lower() == _LAST_GTID:
-                seen = True
-                found = block.lenenc_text().strip() or None
-    return found
+    return ok_tail_gtid_text(tail)
 
 
 OkObserver = Callable[[int, bytes], None]

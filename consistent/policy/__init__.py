@@ -22,6 +22,7 @@ from consistent.policy.decision import (  # noqa: E402
     Reason,
     RequiredSources,
     WaitOutcome,
+    wait_outcome,
 )
 from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView, process_knowledge  # noqa: E402
 from consistent.policy.replay import SessionStateLog  # noqa: E402
@@ -55,4 +56,5 @@ __all__ = [
     "process_acknowledged",
     "process_knowledge",
     "rank_replicas",
+    "wait_outcome",
 ]

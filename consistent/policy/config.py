@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from consistent.errors import InterfaceError
+from consistent.policy.states import FlavorName
 
 __all__ = ["Level", "OnTimeout", "PolicyConfig", "Tracking"]
 
@@ -111,5 +112,11 @@ class PolicyConfig:
 
     @property
     def tracking(self) -> Tracking:
-        """The tracker this configuration needs on the primary connection."""
+        """The tracker this configuration needs on a MySQL primary connection."""
         return Tracking.ALL if self.level is Level.READ_ALL_WRITES else Tracking.OWN
+
+    def tracking_on(self, flavor: FlavorName) -> Tracking:
+        """The tracker this configuration needs on a ``flavor`` primary connection: MariaDB
+        has only ``last_gtid`` (:attr:`Tracking.OWN`) at every level, and ``read_all_writes``
+        needs nothing more there (see :mod:`consistent.policy.acknowledged`)."""
+        return Tracking.OWN if flavor == "mariadb" else self.tracking

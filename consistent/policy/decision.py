@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from consistent import flavors
 from consistent.classify import Classification
 from consistent.errors import Error
+from consistent.flavors import Flavor
 from consistent.gtid import GtidState
 from consistent.policy._fast import frozen_factory
 from consistent.policy.config import Level
@@ -30,6 +32,7 @@ __all__ = [
     "RequiredSources",
     "WaitOutcome",
     "new_decision",
+    "wait_outcome",
 ]
 
 #: The target name of the primary.  Replicas are named by their address, so never clash.
@@ -107,6 +110,24 @@ class WaitOutcome(StrEnum):
     FAILED = "failed"
     #: The replica refused the wait statement with a server error.
     ERROR = "error"
+
+
+#: The policy's outcome for each way a flavour's wait function ends.  NULL (the function
+#: declined to wait) tells nothing about the replica: it counts as an error.
+_FROM_FLAVOR: Final[dict[flavors.WaitOutcome, WaitOutcome]] = {
+    flavors.WaitOutcome.SATISFIED: WaitOutcome.REACHED,
+    flavors.WaitOutcome.TIMEOUT: WaitOutcome.TIMED_OUT,
+    flavors.WaitOutcome.UNAVAILABLE: WaitOutcome.ERROR,
+}
+
+
+def wait_outcome(flavor: Flavor, value: object) -> WaitOutcome:
+    """The outcome to report for the value ``flavor``'s wait function returned (int, text or
+    bytes, as a driver gives it); a value the function cannot return is an error."""
+    try:
+        return _FROM_FLAVOR[flavor.interpret_wait_result(value)]
+    except Error:
+        return WaitOutcome.ERROR
 
 
 @dataclass(frozen=True, slots=True)

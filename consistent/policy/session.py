@@ -335,8 +335,9 @@ class SessionPolicy:
 
     @property
     def tracking(self) -> Tracking:
-        """The tracker the primary connection needs at the current level."""
-        return self._config.tracking
+        """The tracker the primary connection needs at the current level, on this session's
+        flavour."""
+        return self._config.tracking_on(self._flavor)
 
     @property
     def required(self) -> GtidState:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
@@ -59,6 +59,7 @@ __all__ = [
     "decrypt_password_rsa",
     "encrypt_password_rsa",
     "native_password_hash",
+    "run_caching_sha2",
     "scramble_caching_sha2",
     "scramble_native_password",
     "verify_caching_sha2",
@@ -342,6 +343,8 @@ class CachingSha2Server:
         self._empty_password = empty_password
         self._full = False
         self._key_sent = False
+        #: Whether the fast path failed and the password itself was asked for.
+        self.full_authentication = False
 
     def start(self, scramble: bytes) -> Sha2Step:
         """The client's first answer (in its HandshakeResponse or after an AuthSwitch)."""
@@ -351,7 +354,7 @@ class CachingSha2Server:
         if cached is not None and verify_caching_sha2(scramble, self._nonce, cached):
             return Sha2Step(Verdict.ACCEPT, _more(CachingSha2.FAST_AUTH_SUCCESS))
         # A cache miss and a wrong scramble alike: ask for the password itself.
-        self._full = True
+        self._full = self.full_authentication = True
         return Sha2Step(Verdict.READ, _more(CachingSha2.PERFORM_FULL_AUTHENTICATION))
 
     def receive(self, packet: bytes) -> Sha2Step:
@@ -374,3 +377,23 @@ class CachingSha2Server:
         if not password or not self._check(password):
             return Sha2Step(Verdict.DENY)
         return Sha2Step(Verdict.ACCEPT, password=password)
+
+
+async def run_caching_sha2(
+    exchange: CachingSha2Server,
+    scramble: bytes,
+    *,
+    send: Callable[[bytes], Awaitable[None]],
+    read: Callable[[], Awaitable[bytes]],
+) -> Sha2Step:
+    """Run ``exchange`` from the client's ``scramble`` to its verdict: each reply goes to
+    ``send``, each packet the exchange waits for comes from ``read``.  Returns the last step
+    (:attr:`Verdict.ACCEPT` or :attr:`Verdict.DENY`); the caller sends the final OK or ERR, and
+    learns the hash of :attr:`Sha2Step.password` when there is one."""
+    step = exchange.start(scramble)
+    while True:
+        if step.reply is not None:
+            await send(step.reply)
+        if step.verdict is not Verdict.READ:
+            return step
+        step = exchange.receive(await read())

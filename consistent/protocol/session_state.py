@@ -20,6 +20,15 @@ Blocks of any other type are kept as :class:`UnknownBlock`, skipped by their ent
 as libmysqlclient does, because forks add types (6 ``RESP_ATTR``) and a parser that chokes on
 them breaks connections (vitess PR #10871, reference §1.5).
 
+The GTIDs a blob carries are read here and nowhere else: :func:`gtid_text` from parsed blocks,
+:func:`ok_tail_gtid_text` from raw bytes without building blocks (it runs after every write),
+:func:`gtid_info` parsed.  They share one rule for a blob that repeats a block: every block
+counts, in wire order, and the answer is their union.  mysqld writes at most one GTIDS block
+and one ``last_gtid`` per OK packet, but libmysqlclient (``read_ok_ex``) keeps every block it
+reads, in wire order, none replacing another; a client that kept only the first or the last
+would forget GTIDs the server reported, and a session that waits for fewer GTIDs than its
+writes produced can read stale data.  The union is also what two OK packets in a row give.
+
 https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_basic_ok_packet.html
 """
 
@@ -49,11 +58,21 @@ __all__ = [
     "UnknownBlock",
     "build_session_state",
     "gtid_info",
+    "gtid_text",
+    "ok_tail_gtid_text",
     "parse_session_state",
 ]
 
 MARIADB_LAST_GTID: Final = "last_gtid"
 """The system variable through which MariaDB reports the session's last GTID (reference §1.7)."""
+
+ANY_GTIDS: Final = 0
+"""GTID source for :func:`gtid_text`: MySQL's GTIDS blocks when one carries text, else
+MariaDB's ``last_gtid``, for a reader that does not know the server's flavour."""
+MYSQL_GTIDS: Final = 1
+"""GTID source for :func:`gtid_text`: only MySQL's GTIDS blocks (type 3)."""
+MARIADB_GTIDS: Final = 2
+"""GTID source for :func:`gtid_text`: only MariaDB's ``last_gtid`` variable (type 0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,28 +239,149 @@ def build_session_state(blocks: Iterable[SessionStateChange]) -> bytes:
     )
 
 
+def gtid_text(blocks: Iterable[SessionStateChange], source: int = ANY_GTIDS) -> str | None:
+    """The GTID text that session-state blocks carry, unparsed; ``None`` when there is none.
+
+    ``source`` is :data:`MYSQL_GTIDS` (the GTIDS blocks), :data:`MARIADB_GTIDS` (the
+    ``last_gtid`` variable) or :data:`ANY_GTIDS` (the first kind present).  Repeated blocks
+    count together (see the module's docstring): MySQL texts are joined into one set's text,
+    MariaDB positions merged.  Text that is not ASCII raises :class:`RemoteProtocolError`.
+    """
+    mysql: str | None = None
+    maria: str | None = None
+    for block in blocks:
+        if isinstance(block, Gtids):
+            if source != MARIADB_GTIDS and (text := _ascii(block.text)):
+                mysql = text if mysql is None else f"{mysql},{text}"
+        elif (
+            isinstance(block, SystemVariable)
+            and source != MYSQL_GTIDS
+            and block.name.lower() == MARIADB_LAST_GTID
+            and (text := _ascii(block.value))
+        ):
+            maria = text if maria is None else _merge_positions(maria, text)
+    return maria if mysql is None else mysql
+
+
 def gtid_info(ok: OkPacket) -> GtidSet | MariaPosition | None:
     """The GTID information an OK packet carries, whatever the server's flavour.
 
-    MySQL's GTIDS block (type 3) gives a :class:`~consistent.gtid.GtidSet`; MariaDB's
+    MySQL's GTIDS blocks (type 3) give a :class:`~consistent.gtid.GtidSet`; MariaDB's
     ``last_gtid`` system variable (type 0) gives a :class:`~consistent.gtid.MariaPosition`.
-    ``None`` when the packet carries neither, or only an empty value.  Text that is not a
+    ``None`` when the packet carries neither, or only empty values.  Text that is not a
     GTID set raises :class:`RemoteProtocolError`: the server sent something impossible.
     """
-    for block in ok.session_state:
-        if isinstance(block, Gtids):
-            if not block.text.strip():
-                return None
-            try:
-                return GtidSet.parse(block.text)
-            except MalformedGtidSet as e:
-                raise RemoteProtocolError(f"GTIDS block is not a GTID set: {e.msg}") from e
-    for block in ok.session_state:
-        if isinstance(block, SystemVariable) and block.name.lower() == MARIADB_LAST_GTID:
-            if not block.value.strip():
-                return None
-            try:
-                return MariaPosition.parse(block.value)
-            except MalformedGtidSet as e:
-                raise RemoteProtocolError(f"last_gtid is not a GTID position: {e.msg}") from e
-    return None
+    text = gtid_text(ok.session_state, MYSQL_GTIDS)
+    if text is not None:
+        try:
+            return GtidSet.parse(text)
+        except MalformedGtidSet as e:
+            raise RemoteProtocolError(f"GTIDS block is not a GTID set: {e.msg}") from e
+    text = gtid_text(ok.session_state, MARIADB_GTIDS)
+    return None if text is None else _position(text)
+
+
+def ok_tail_gtid_text(tail: bytes, source: int = ANY_GTIDS) -> str | None:
+    """What :func:`gtid_text` answers for the session state in an OK packet's tail (the bytes
+    after its warning count: ``info`` as a length-encoded string, then the blob), read from
+    the bytes without building blocks.  ``None`` when the tail has no blob or no GTIDs.
+
+    When every length in the tail fits in one byte (the usual shape) it reads them by
+    indexing; anything else goes through :func:`parse_session_state`.  It checks the framing
+    of every block and the content of the blocks it reads; malformed or truncated bytes raise
+    :class:`RemoteProtocolError`.  A property test holds it to :func:`gtid_text`.
+    """
+    if not tail:
+        return None
+    try:
+        size = len(tail)
+        info = tail[0]
+        if info >= _LENENC_2:
+            return _parsed(tail, source)
+        pos = info + 1
+        if pos >= size:
+            if pos > size:
+                raise RemoteProtocolError("the OK packet's info runs past its end")
+            return None  # info only: no session state
+        blob = tail[pos]
+        if blob >= _LENENC_2:
+            return _parsed(tail, source)
+        pos += 1
+        end = pos + blob
+        if end > size:
+            raise RemoteProtocolError("session-state data runs past the end of the OK packet")
+        mysql: str | None = None
+        maria: str | None = None
+        while pos < end:
+            if pos + 2 > end:
+                raise RemoteProtocolError("truncated session-state block")
+            kind = tail[pos]
+            length = tail[pos + 1]
+            if kind >= _LENENC_2 or length >= _LENENC_2:
+                return _parsed(tail, source)
+            entity = pos + 2
+            pos = entity + length
+            if pos > end:
+                raise RemoteProtocolError("session-state block runs past its blob")
+            if kind == _GTIDS and source != MARIADB_GTIDS:
+                # encoding specification (0), then the set as a length-encoded string
+                if length < 2 or tail[entity] >= _LENENC_2 or tail[entity + 1] >= _LENENC_2:
+                    return _parsed(tail, source)
+                text_end = entity + 2 + tail[entity + 1]
+                if text_end > pos:
+                    return _parsed(tail, source)
+                text = tail[entity + 2 : text_end].decode("ascii").strip()
+                if text:
+                    mysql = text if mysql is None else f"{mysql},{text}"
+            elif kind == _SYSTEM_VARIABLES and source != MYSQL_GTIDS:
+                if length == 0 or tail[entity] >= _LENENC_2:
+                    return _parsed(tail, source)
+                name_end = entity + 1 + tail[entity]
+                if name_end >= pos or tail[name_end] >= _LENENC_2:
+                    return _parsed(tail, source)
+                if tail[entity + 1 : name_end].lower() == _LAST_GTID:
+                    value_end = name_end + 1 + tail[name_end]
+                    if value_end > pos:
+                        return _parsed(tail, source)
+                    text = tail[name_end + 1 : value_end].decode("ascii").strip()
+                    if text:
+                        maria = text if maria is None else _merge_positions(maria, text)
+        return maria if mysql is None else mysql
+    except UnicodeDecodeError:
+        raise RemoteProtocolError(f"GTID text is not ASCII in {tail!r}") from None
+
+
+def _parsed(tail: bytes, source: int) -> str | None:
+    """:func:`gtid_text` of the tail's blocks, parsed in full."""
+    reader = Reader(tail)
+    reader.skip(reader.lenenc_int())  # the human-readable info
+    if reader.at_end():
+        return None
+    return gtid_text(parse_session_state(reader.lenenc_view()), source)
+
+
+def _ascii(text: str) -> str:
+    """``text`` stripped (empty: nothing); text that is not ASCII is refused."""
+    text = text.strip()
+    if not text.isascii():
+        raise RemoteProtocolError(f"GTID text is not ASCII: {text!r}")
+    return text
+
+
+def _merge_positions(a: str, b: str) -> str:
+    """Two ``last_gtid`` values of one packet as one position: per domain, the later GTID."""
+    return str(_position(a).merge(_position(b)))
+
+
+def _position(text: str) -> MariaPosition:
+    try:
+        return MariaPosition.parse(text.strip())
+    except MalformedGtidSet as e:
+        raise RemoteProtocolError(f"last_gtid is not a GTID position: {e.msg}") from e
+
+
+_GTIDS: Final = int(SessionStateType.GTIDS)
+_SYSTEM_VARIABLES: Final = int(SessionStateType.SYSTEM_VARIABLES)
+_LAST_GTID: Final = MARIADB_LAST_GTID.encode()
+# First byte of a length-encoded integer that is not the value itself (0xFB NULL, 0xFC…).
+_LENENC_2: Final = 0xFB

@@ -27,11 +27,11 @@ def _subparser(name: str) -> argparse.ArgumentParser:
 def test_the_top_level_help_names_every_command() -> None:
     text = cli.build_parser().format_help()
     assert not _MARKUP.search(text)
-    for name in cli._SUBCOMMANDS:
+    for name in cli._SUMMARIES:
         assert name in text
 
 
-@pytest.mark.parametrize("name", sorted(cli._SUBCOMMANDS))
+@pytest.mark.parametrize("name", sorted(cli._SUMMARIES))
 def test_help_is_for_users(name: str) -> None:
     parser = _subparser(name)
     text = parser.format_help()
@@ -46,7 +46,7 @@ def test_help_is_for_users(name: str) -> None:
         assert action.help is not argparse.SUPPRESS, (name, action.dest)
 
 
-@pytest.mark.parametrize("name", sorted(cli._SUBCOMMANDS))
+@pytest.mark.parametrize("name", sorted(cli._SUMMARIES))
 def test_every_choice_is_listed(name: str) -> None:
     parser = _subparser(name)
     text = parser.format_help()

@@ -4,6 +4,7 @@ go-sql-driver/mysql ``auth_test.go``."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from functools import cache
 
@@ -25,6 +26,7 @@ from consistent.protocol.auth import (
     decrypt_password_rsa,
     encrypt_password_rsa,
     native_password_hash,
+    run_caching_sha2,
     scramble_caching_sha2,
     scramble_native_password,
     verify_caching_sha2,
@@ -300,3 +302,40 @@ def test_sha2_server_empty_password() -> None:
     assert _server(cached=None, secure=False, password=b"").start(b"").verdict is Verdict.ACCEPT
     assert _server(cached=None, secure=False).start(b"").verdict is Verdict.DENY
     assert _server(cached=None, secure=False).start(b"\x00").verdict is Verdict.DENY
+
+
+# --- run_caching_sha2: the exchange over two coroutines ------------------------------------
+
+
+def _run(
+    server: CachingSha2Server, scramble: bytes, client: list[bytes]
+) -> tuple[Sha2Step, list[bytes]]:
+    sent: list[bytes] = []
+    packets = iter(client)
+
+    async def send(reply: bytes) -> None:
+        sent.append(reply)
+
+    async def read() -> bytes:
+        return next(packets)
+
+    step = asyncio.run(run_caching_sha2(server, scramble, send=send, read=read))
+    return step, sent
+
+
+def test_run_sends_every_reply_and_reads_until_the_verdict() -> None:
+    fast = _server(cached=caching_sha2_hash(b"secret"), secure=False)
+    assert _run(fast, scramble_caching_sha2(b"secret", NONCE), []) == (
+        Sha2Step(Verdict.ACCEPT, FAST_SUCCESS),
+        [FAST_SUCCESS],
+    )
+    assert not fast.full_authentication
+    full = _server(cached=None, secure=True)
+    step, sent = _run(full, scramble_caching_sha2(b"secret", NONCE), [b"secret\x00"])
+    assert step == Sha2Step(Verdict.ACCEPT, password=b"secret")
+    assert sent == [FULL]
+    assert full.full_authentication
+    wrong = _server(cached=None, secure=True)
+    step, sent = _run(wrong, scramble_caching_sha2(b"secret", NONCE), [b"guess\x00", b"unread"])
+    assert step.verdict is Verdict.DENY
+    assert sent == [FULL]

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from consistent import policy
 from consistent.errors import (
     InterfaceError,
     LocalProtocolError,
@@ -465,3 +466,21 @@ def test_empty_states() -> None:
     assert not MARIADB.empty_state()
     assert MYSQL.format_state(MYSQL.empty_state()) == ""
     assert MARIADB.format_state(MARIADB.empty_state()) == ""
+
+
+@pytest.mark.parametrize(
+    ("flavor", "value", "expected"),
+    [
+        (MYSQL, 0, policy.WaitOutcome.REACHED),
+        (MYSQL, b"1", policy.WaitOutcome.TIMED_OUT),
+        (MARIADB, -1, policy.WaitOutcome.TIMED_OUT),
+        # NULL tells nothing about the replica; an impossible value neither.
+        (MARIADB, None, policy.WaitOutcome.ERROR),
+        (MYSQL, -1, policy.WaitOutcome.ERROR),
+        (MARIADB, "yes", policy.WaitOutcome.ERROR),
+    ],
+)
+def test_the_policy_outcome_of_a_wait_result(
+    flavor: Flavor, value: object, expected: policy.WaitOutcome
+) -> None:
+    assert policy.wait_outcome(flavor, value) is expected

@@ -447,3 +447,11 @@ def test_property_reads_see_what_was_acknowledged_and_never_go_backwards(
                 known = final.known
                 have = known.get(0) if isinstance(known, MariaPosition) else None
                 floor[i] = max(floor[i], before, have.seq_no if have is not None else 0)
+
+
+def test_a_mariadb_session_tracks_its_own_gtids_at_every_level() -> None:
+    # MariaDB has only last_gtid: the policy asks for it whatever the level.
+    for level in Level:
+        assert session(flavor="mariadb", level=level.value).tracking is Tracking.OWN
+    assert PolicyConfig(level=Level.READ_ALL_WRITES).tracking_on("mariadb") is Tracking.OWN
+    assert PolicyConfig(level=Level.READ_ALL_WRITES).tracking_on("mysql") is Tracking.ALL

@@ -39,6 +39,7 @@ from consistent.protocol.auth import (
     RsaKeyPair,
     Verdict,
     caching_sha2_hash,
+    run_caching_sha2,
     verify_native_password,
 )
 from consistent.protocol.constants import (
@@ -197,13 +198,9 @@ class Authenticator:
             ),
             empty_password=account is not None and account.password == "",
         )
-        step = exchange.start(a.response)
-        while True:
-            if step.reply is not None:
-                await stream.send(step.reply)
-            if step.verdict is not Verdict.READ:
-                break
-            step = exchange.receive(await stream.read(self._timeout))
+        step = await run_caching_sha2(
+            exchange, a.response, send=stream.send, read=lambda: stream.read(self._timeout)
+        )
         if step.verdict is not Verdict.ACCEPT:
             return False
         if step.password is not None:
