@@ -219,6 +219,37 @@ class Flavor(ABC):
     def read_only_statement(self) -> str:
         """``SELECT`` of the variables that keep a server from accepting writes."""
 
+    def replication_sources_statement(self) -> str:
+        """The statement listing the server's replication channels (one row per channel)."""
+        return "SHOW REPLICA STATUS"
+
+    def parse_replication_sources(
+        self, columns: Sequence[str], rows: Sequence[Sequence[object]]
+    ) -> frozenset[str]:
+        """The ``host:port`` of each source the server replicates from, out of the answer to
+        :meth:`replication_sources_statement`: the channels whose receiver or applier runs
+        (a channel stopped for good, as on a promoted replica, is no source).  MySQL names
+        the columns ``Source_*`` / ``Replica_*`` (8.0.22 on), MariaDB ``Master_*`` /
+        ``Slave_*``."""
+        index = {name.lower(): i for i, name in enumerate(columns)}
+
+        def column(*names: str) -> int:
+            for name in names:
+                if name in index:
+                    return index[name]
+            raise RemoteProtocolError(f"no column {names[0]!r} in the replication status")
+
+        host = column("source_host", "master_host")
+        port = column("source_port", "master_port")
+        io = column("replica_io_running", "slave_io_running")
+        sql = column("replica_sql_running", "slave_sql_running")
+        sources = set()
+        for row in rows:
+            running = {_text(row[io]).lower(), _text(row[sql]).lower()}
+            if running & {"yes", "connecting"} and row[host]:
+                sources.add(f"{_text(row[host])}:{_text(row[port])}")
+        return frozenset(sources)
+
     def parse_read_only(self, row: Sequence[object]) -> WriteProtection:
         """The answer to :meth:`read_only_statement` (one row).  A value that is not plainly
         off counts as on (MariaDB 11.x gives ``read_only`` values such as ``NO_LOCK``)."""
@@ -403,6 +434,10 @@ class MariaDBFlavor(Flavor):
     def read_only_statement(self) -> str:
         return "SELECT @@GLOBAL.read_only"
 
+    def replication_sources_statement(self) -> str:
+        # https://mariadb.com/kb/en/show-replica-status/ (every named connection)
+        return "SHOW ALL SLAVES STATUS"
+
 
 MYSQL: Final = MySQLFlavor()
 #: MySQL before 8.3 (5.7, 8.0): GTIDs without tags.
@@ -518,3 +553,12 @@ def _as_int(value: object) -> int | None:
     if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
         return int(value.strip())
     return None
+
+
+def _text(value: object) -> str:
+    """A column's value as text (the proxy reads bytes, a driver str or int)."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)

@@ -359,10 +359,13 @@ class BackendConnection(PacketEndpoint):
             raise
         return bytes(buf)
 
-    async def query(self, sql: str, timeout: float | None = None) -> QueryResult:
-        """Run one internal statement and return what it answered."""
+    async def query(
+        self, sql: str, timeout: float | None = None, *, named: bool = False
+    ) -> QueryResult:
+        """Run one internal statement and return what it answered (``named``: with the
+        columns' names)."""
         data = await self.request(frame_command(b"\x03" + sql.encode("utf-8")), _QUERY, timeout)
-        return parse_response(data, self.caps)
+        return parse_response(data, self.caps, named=named)
 
     async def quit(self, timeout: float = 1.0) -> None:
         """Say goodbye (COM_QUIT) and close."""
@@ -548,11 +551,19 @@ class HealthMonitor:
         #: The MariaDB extended capabilities the server offers (0: none, or MySQL).
         self.server_mariadb_capabilities = 0
         self.first_login = asyncio.Event()
-        #: Whether the server refuses writes, as last read (replicas only; ``None`` before the
-        #: first read, or when the server would not say).
+        #: Whether the server refuses writes, as last read (``None`` before the first read,
+        #: or when the server would not say).
         self.write_protection: WriteProtection | None = None
+        #: The ``host:port`` of each source the server replicates from, as last read
+        #: (``None`` before the first read, or when the server would not say).
+        self.sources: frozenset[str] | None = None
+        #: Called after each read of the roles (the server's read-only state and sources):
+        #: the proxy's role discovery looks at every monitor then.
+        self.on_roles: Callable[[HealthMonitor], None] | None = None
         # When the read-only state is next due (the monitor's clock); 0: at the next poll.
         self._read_only_due = 0.0
+        #: Seconds between reads of the roles (the read-only state and the sources).
+        self.read_only_interval = READ_ONLY_CHECK_INTERVAL
 
     @property
     def executed(self) -> str | None:
@@ -574,11 +585,11 @@ class HealthMonitor:
             "monitor_polls": self.polls,
             "server_version": self.server_version,
         }
-        if self.server.role is ServerRole.REPLICA:
-            protection = self.write_protection
-            info["read_only"] = protection.read_only if protection is not None else None
-            info["super_read_only"] = protection.super_read_only if protection is not None else None
-            info["writable"] = protection.writable if protection is not None else None
+        protection = self.write_protection
+        info["read_only"] = protection.read_only if protection is not None else None
+        info["super_read_only"] = protection.super_read_only if protection is not None else None
+        info["writable"] = protection.writable if protection is not None else None
+        info["replicates_from"] = sorted(self.sources) if self.sources is not None else None
         return info
 
     def set_credentials(self, credentials: Credentials) -> None:
@@ -645,17 +656,20 @@ class HealthMonitor:
             self._knowledge.record_poll(
                 self.server.name, state, started=started, primary=self.primary
             )
-            if self._clock() >= self._read_only_due:
-                await self._check_read_only(conn, flavor, timeout)
         else:
             self._knowledge.record_primary_state(self.primary, state)
+        if self._clock() >= self._read_only_due:
+            await self._check_read_only(conn, flavor, timeout)
+            await self._check_sources(conn, flavor, timeout)
+            if self.on_roles is not None:
+                self.on_roles(self)
 
     async def _check_read_only(
         self, conn: BackendConnection, flavor: Flavor, timeout: float
     ) -> None:
         """Read whether the replica refuses writes; log when it is first seen writable (and
         when it is read-only again), not at every read."""
-        self._read_only_due = self._clock() + max(READ_ONLY_CHECK_INTERVAL, self.interval)
+        self._read_only_due = self._clock() + max(self.read_only_interval, self.interval)
         result = await conn.query(flavor.read_only_statement(), timeout)
         if result.error is not None or not result.rows:
             # The last state read stays: a server that will not say has not changed.
@@ -665,6 +679,8 @@ class HealthMonitor:
         protection = flavor.parse_read_only(result.rows[0])
         before = self.write_protection
         self.write_protection = protection
+        if self.server.role is not ServerRole.REPLICA:
+            return  # a writable primary is the rule; role discovery reads the rest
         if protection.writable and (before is None or not before.writable):
             logger.warning(
                 "replica %s accepts writes (@@read_only is off): a write sent to it by "
@@ -673,6 +689,21 @@ class HealthMonitor:
             )
         elif before is not None and before.writable and not protection.writable:
             logger.info("replica %s is read-only again", self.server.address)
+
+    async def _check_sources(self, conn: BackendConnection, flavor: Flavor, timeout: float) -> None:
+        """Read which servers this one replicates from (for role discovery)."""
+        result = await conn.query(flavor.replication_sources_statement(), timeout, named=True)
+        if result.error is not None:
+            logger.debug(
+                "backend %s: replication sources unknown: %s",
+                self.server.address,
+                result.error.message,
+            )
+            return
+        try:
+            self.sources = flavor.parse_replication_sources(result.columns, result.rows)
+        except Error as e:
+            logger.debug("backend %s: replication sources unknown: %s", self.server.address, e)
 
     async def run(self) -> None:
         """Poll until :meth:`stop`."""

@@ -40,6 +40,8 @@ Example (every key but ``backends.primary`` and one user is optional)::
     password = "..."
     flavor = "mariadb"               # mysql | mariadb; detected from the handshake if absent
     monitor_interval_ms = 200        # health, executed-state and lag polling
+    discover_roles = true            # the primary is the server that says it is (read_only off,
+                                     # replicating from none); false: as configured
     connect_timeout = 5.0            # opening a connection, greeting and login included
     replica_read_timeout = 5.0       # a replica silent this long: the read goes elsewhere once
     read_timeout = 30.0              # the primary silent this long: the client gets 2013
@@ -186,6 +188,9 @@ class BackendsConfig:
     tls_verify: bool = True
     #: Read and write deadlines of every backend connection.
     deadlines: Deadlines = field(default_factory=Deadlines)
+    #: Learn which server is the primary from the servers (``read_only``, replication);
+    #: False: the configured roles are the truth.
+    discover_roles: bool = True
 
     @property
     def replica_names(self) -> tuple[str, ...]:
@@ -310,6 +315,7 @@ _BACKEND_KEYS: Final = frozenset(
         "replica_read_timeout",
         "read_timeout",
         "write_timeout",
+        "discover_roles",
     }
 )
 _USER_KEYS: Final = frozenset(
@@ -410,6 +416,7 @@ def _backends(data: Mapping[str, Any], base: Path | None) -> BackendsConfig:
         tls_ca=_path(b["tls_ca"], "backends.tls_ca", base) if "tls_ca" in b else None,
         tls_verify=_flag(b.get("tls_verify", True), "backends.tls_verify"),
         deadlines=_deadlines(b),
+        discover_roles=_flag(b.get("discover_roles", True), "backends.discover_roles"),
     )
 
 

@@ -191,6 +191,16 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
         "Replica waits sent in one round trip with their read",
     ),
     MetricSpec(
+        "consistent_proxy_primary_changes",
+        "counter",
+        "Times role discovery found another server to be the primary",
+    ),
+    MetricSpec(
+        "consistent_proxy_split_brain",
+        "gauge",
+        "1 while two or more servers accept writes and replicate from none of the others",
+    ),
+    MetricSpec(
         "consistent_proxy_wait_duration_seconds",
         "histogram",
         "Time replica waits took, whatever their outcome",
@@ -303,6 +313,10 @@ class ProxyMetrics:
         self._durations: dict[tuple[str, str], Histogram] = {}
         self.statement_errors = 0
         self.backend_lost = 0
+        #: Role discovery found another primary (see ``proxy.server``).
+        self.primary_changes = 0
+        #: Two or more servers accept writes and replicate from none of the others, now.
+        self.split_brain = False
         self.retries = 0
         self.intercepted = 0
         #: COM_QUERY packets passed to a backend as they arrived (oversized statements).
@@ -401,6 +415,8 @@ class _Collector(Collector):
             "consistent_proxy_backend_lost": [((), m.backend_lost)],
             "consistent_proxy_waits": [((o,), n) for o, n in sorted(m.waits.items())],
             "consistent_proxy_pipelined_waits": [((), m.pipelined_waits)],
+            "consistent_proxy_primary_changes": [((), m.primary_changes)],
+            "consistent_proxy_split_brain": [((), float(m.split_brain))],
         }
         backends = snapshot.backends
         values["consistent_proxy_backend_up"] = [

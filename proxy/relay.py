@@ -56,6 +56,7 @@ from consistent.protocol import (
     ServerStatus,
     build_err,
     build_ok,
+    parse_column_definition41,
     parse_err,
     parse_ok,
     parse_text_row,
@@ -915,15 +916,18 @@ class QueryResult:
     ok: OkPacket | None = None
     error: ErrPacket | None = None
     rows: tuple[tuple[bytes | None, ...], ...] = ()
+    #: The columns' names (only when asked: ``parse_response(..., named=True)``).
+    columns: tuple[str, ...] = ()
 
     def scalar(self) -> bytes | None:
         """The first column of the first row (``None`` when there is none)."""
         return self.rows[0][0] if self.rows and self.rows[0] else None
 
 
-def parse_response(data: bytes, capabilities: int) -> QueryResult:
+def parse_response(data: bytes, capabilities: int, *, named: bool = False) -> QueryResult:
     """Parse the complete response to one text query, as collected by an identity relay
-    (client capabilities equal to the backend's).  Only the first result set is kept."""
+    (client capabilities equal to the backend's).  Only the first result set is kept;
+    ``named``: with the columns' names."""
     packets = PacketDecoder().feed(data)
     if not packets:
         raise RemoteProtocolError("empty response")
@@ -945,4 +949,10 @@ def parse_response(data: bytes, capabilities: int) -> QueryResult:
         if payload[:1] == b"\xfe" and (deprecate or len(payload) < _EOF_MAX_LENGTH):
             break
         rows.append(parse_text_row(payload, count))
-    return QueryResult(rows=tuple(rows))
+    if not named:
+        return QueryResult(rows=tuple(rows))
+    names = tuple(
+        parse_column_definition41(packet.payload, capabilities).name
+        for packet in packets[1 : 1 + count]
+    )
+    return QueryResult(rows=tuple(rows), columns=names)

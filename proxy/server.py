@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import socket
 import ssl
@@ -34,6 +35,7 @@ from consistent.classify import FunctionRules
 from consistent.errnos import ER
 from consistent.flavors import Flavor, ServerRole, detect_flavor, flavor_by_name
 from consistent.policy import PRIMARY, AcknowledgedWrites, ReplicaKnowledge, format_token
+from consistent.policy.roles import RoleVerdict, ServerObservation, discover_roles
 from consistent.protocol import Capability, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
 from consistent.telemetry.appspans import provider_telemetry
@@ -169,6 +171,8 @@ class ProxyServer:
         self._closing = False
         self._admin: AdminServer | None = None
         self.reloads = 0
+        #: The last verdict of role discovery (``None`` before the monitors have spoken).
+        self.roles: RoleVerdict | None = None
 
     # ----------------------------------------------------------------- SessionHost
 
@@ -343,11 +347,75 @@ class ProxyServer:
                 interval=b.monitor_interval,
                 primary=b.primary.name,
             )
+            server.monitor.on_roles = self._on_roles
             self._servers[name] = server
             task = asyncio.get_running_loop().create_task(server.monitor.run())
             server.monitor_task = task
             self._monitor_tasks.add(task)
             task.add_done_callback(self._monitor_done)
+
+    # ----------------------------------------------------------------- role discovery
+
+    def _on_roles(self, monitor: HealthMonitor) -> None:
+        """A monitor read its server's roles: is the primary still the server writes go to?
+        (:mod:`consistent.policy.roles`)."""
+        if not self._config.backends.discover_roles or self._closing:
+            return
+        seen = []
+        for server in self._servers.values():
+            m = server.monitor
+            if m is None:
+                continue
+            protection = m.write_protection
+            seen.append(
+                ServerObservation(
+                    server.address.name,
+                    reachable=m.healthy is not False,
+                    read_only=None if protection is None else not protection.writable,
+                    sources=m.sources,
+                )
+            )
+        current = self._servers[PRIMARY].address.name
+        verdict = discover_roles(seen, current)
+        self._report_split_brain(verdict)
+        self.roles = verdict
+        if verdict.primary != current:
+            self._switch_primary(verdict.primary)
+
+    def _report_split_brain(self, verdict: RoleVerdict) -> None:
+        metrics = self._metrics
+        if verdict.split_brain and not metrics.split_brain:
+            logger.error(
+                "SPLIT BRAIN: %s all accept writes and replicate from no server; writes "
+                "keep going to %s until one of them is read-only or replicates",
+                ", ".join(verdict.writable),
+                verdict.primary,
+            )
+        elif metrics.split_brain and not verdict.split_brain:
+            logger.warning("split brain resolved: %s is the primary", verdict.primary)
+        metrics.split_brain = verdict.split_brain
+
+    def _switch_primary(self, address: str) -> None:
+        """Make the server at ``address`` the primary, and the old primary a replica."""
+        config = self._config
+        b = config.backends
+        servers = [b.primary, *b.replicas]
+        promoted = next(a for a in servers if a.name == address)
+        backends = dataclasses.replace(
+            b, primary=promoted, replicas=tuple(a for a in servers if a is not promoted)
+        )
+        self._metrics.primary_changes += 1
+        logger.warning(
+            "the primary is now %s (it accepts writes and does not replicate; %s was the "
+            "primary): sessions that log in from now on write there, sessions in flight keep "
+            "the server they started with",
+            promoted.name,
+            b.primary.name,
+        )
+        # The GTIDs acknowledged so far stay valid: the servers share their history.
+        config = dataclasses.replace(config, backends=backends)
+        self._apply_backends(config)
+        self._config = config
 
     def _stop_monitor(self, server: BackendServer) -> None:
         if server.monitor is not None:
@@ -635,6 +703,16 @@ class ProxyServer:
             ),
         )
 
+    def _roles_status(self) -> dict[str, object]:
+        verdict = self.roles
+        return {
+            "discovery": self._config.backends.discover_roles,
+            "primary": self._servers[PRIMARY].address.name,
+            "writable": list(verdict.writable) if verdict is not None else None,
+            "split_brain": self._metrics.split_brain,
+            "primary_changes": self._metrics.primary_changes,
+        }
+
     def status(self) -> dict[str, object]:
         """The ``/status`` document."""
         flavor = self._flavor
@@ -643,6 +721,7 @@ class ProxyServer:
             "server_version": self._server_version,
             "listen": self._config.listen.name,
             "reloads": self.reloads,
+            "roles": self._roles_status(),
             "acknowledged": format_token(self._acknowledged.state()),
             "backends": [
                 server.status(self._knowledge, flavor) for server in self._servers.values()

@@ -6,8 +6,9 @@ observations into a :class:`RoleVerdict`.  The configured primary is a starting 
 truth, as in ProxySQL's ``read_only`` hostgroups and MaxScale's MariaDB monitor:
 
 * a *candidate* is a reachable server that accepts writes (``read_only`` off) and does not
-  replicate from another server of the set (a writable replica is a misconfigured replica,
-  not a primary);
+  replicate (a writable replica is a misconfigured replica, not a primary; a source is not
+  matched against the set, since a replica may name its source by another address than the
+  configuration does);
 * one candidate: it is the primary;
 * none (a switchover in progress: the old primary already read-only, the new one not yet
   writable; or the primary is down): the last known primary stays, and the verdict says that
@@ -15,8 +16,9 @@ truth, as in ProxySQL's ``read_only`` hostgroups and MaxScale's MariaDB monitor:
 * two or more: **split brain**.  The last known primary stays if it is one of them (writes go
   nowhere new); the verdict names them all, loudly.
 
-A server not yet observed counts as it was configured, so that the first verdicts agree with
-the configuration until the monitors have spoken.
+What is not known counts as configured: a server whose ``read_only`` or replication the monitor
+could not read (not yet, or not allowed: reading replication needs the ``REPLICATION CLIENT`` /
+``REPLICA MONITOR`` privilege) is a candidate only if it is the current primary.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class RoleVerdict:
 
     #: The server writes go to (the last known one when no single candidate stands out).
     primary: str
-    #: The reachable servers that accept writes and replicate from no server of the set.
+    #: The reachable servers that accept writes and do not replicate.
     writable: tuple[str, ...]
     #: Two or more such servers at once.
     split_brain: bool
@@ -61,14 +63,13 @@ class RoleVerdict:
 def discover_roles(observations: Iterable[ServerObservation], current: str) -> RoleVerdict:
     """The verdict for ``observations``, given ``current``, the primary known so far."""
     seen = list(observations)
-    addresses = {o.address for o in seen}
     writable = tuple(
         sorted(
             o.address
             for o in seen
             if o.reachable
             and (o.read_only is False or (o.read_only is None and o.address == current))
-            and not (o.sources and o.sources & (addresses - {o.address}))
+            and (o.sources == frozenset() or (o.sources is None and o.address == current))
         )
     )
     if len(writable) == 1:

@@ -97,7 +97,11 @@ def test_a_writable_mariadb_replica_is_reported_once(
     # MariaDB has no super_read_only.
     assert replicas[writable]["super_read_only"] is None
     primary = next(b for b in status(proxy)["backends"] if b["role"] == "primary")
-    assert "writable" not in primary
+    assert (primary["writable"], primary["replicates_from"]) == (True, [])
+    assert replicas[writable]["replicates_from"] == [f"127.0.0.1:{mariadb_topology.primary.port}"]
+    # A writable replica is a replica: role discovery keeps the primary, no split brain.
+    assert status(proxy)["roles"]["split_brain"] is False
+    assert status(proxy)["roles"]["writable"] == [f"127.0.0.1:{mariadb_topology.primary.port}"]
     # Several more reads of the state: still one warning.
     time.sleep(3 * READ_ONLY_CHECK_INTERVAL)
     assert len(warnings_about(caplog, writable)) == 1

@@ -80,18 +80,20 @@ def test_two_writable_servers_are_split_brain_and_the_last_primary_stays() -> No
 def test_servers_not_yet_observed_count_as_configured() -> None:
     verdict = discover_roles([obs(A, read_only=None), obs(B, read_only=None)], current=A)
     assert verdict == RoleVerdict(A, (A,), split_brain=False)
-
-
-def test_a_source_outside_the_set_does_not_make_a_replica() -> None:
-    # A writable server whose source is not one of ours (an upstream cluster) is a candidate.
-    verdict = discover_roles(
-        [
-            obs(A, read_only=True, sources=frozenset({B})),
-            obs(B, read_only=False, sources=frozenset({"192.0.2.9:3306"})),
-        ],
-        current=A,
+    # Writable, but whether it replicates is unknown (no privilege to ask): not a candidate.
+    unknown = discover_roles(
+        [obs(A, read_only=False, sources=None), obs(B, read_only=False, sources=None)], current=A
     )
-    assert verdict.primary == B
+    assert unknown == RoleVerdict(A, (A,), split_brain=False)
+
+
+def test_a_server_that_replicates_is_no_candidate_whatever_its_source_is_called() -> None:
+    # A replica may name its source by a host name the configuration does not use.
+    verdict = discover_roles(
+        [obs(A, read_only=False), obs(B, read_only=False, sources=frozenset({"db-a:3306"}))],
+        current=B,
+    )
+    assert verdict == RoleVerdict(A, (A,), split_brain=False)
 
 
 SERVERS = [f"10.0.0.{n}:3306" for n in range(1, 6)]
@@ -113,13 +115,12 @@ def test_a_verdict_names_the_unique_candidate_or_keeps_the_current_primary(
     seen: list[ServerObservation], current: str, rng: random.Random
 ) -> None:
     verdict = discover_roles(seen, current)
-    addresses = {o.address for o in seen}
     candidates = sorted(
         o.address
         for o in seen
         if o.reachable
         and (o.read_only is False or (o.read_only is None and o.address == current))
-        and not any(s in addresses and s != o.address for s in (o.sources or ()))
+        and (o.sources == frozenset() or (o.sources is None and o.address == current))
     )
     assert list(verdict.writable) == candidates
     assert verdict.split_brain == (len(candidates) > 1)
