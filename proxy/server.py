@@ -348,6 +348,9 @@ class ProxyServer:
                 primary=b.primary.name,
             )
             server.monitor.on_roles = self._on_roles
+            if b.discover_roles:
+                # Roles at every poll: a promoted primary is found within one interval.
+                server.monitor.read_only_interval = 0.0
             self._servers[name] = server
             task = asyncio.get_running_loop().create_task(server.monitor.run())
             server.monitor_task = task

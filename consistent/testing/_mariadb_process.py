@@ -213,6 +213,9 @@ class ServerSettings:
     primary: bool
     read_only: bool = False
     extra_args: tuple[str, ...] = ()
+    #: A replica that writes a binary log of what it applies (``log_slave_updates``), so
+    #: that it can be promoted and the others repointed to it.
+    promotable: bool = False
 
     @property
     def socket_path(self) -> Path:
@@ -246,7 +249,15 @@ class ServerSettings:
         else:
             args += [
                 f"--relay-log={self.datadir / 'relay'}",
-                "--skip-log-bin",
+                *(
+                    (
+                        f"--log-bin={self.datadir / 'binlog'}",
+                        "--binlog-format=ROW",
+                        "--log-slave-updates",
+                    )
+                    if self.promotable
+                    else ("--skip-log-bin",)
+                ),
                 f"--read-only={int(self.read_only)}",
             ]
         args += list(self.extra_args)

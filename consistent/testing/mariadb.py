@@ -91,6 +91,9 @@ class TopologyOptions:
     app_user: str = "app"
     repl_user: str = "repl"
     extra_server_args: tuple[str, ...] = ()
+    #: Replicas keep binary logs of what they apply, so that :meth:`MariaDBTopology.switchover`
+    #: can promote one.
+    promotable: bool = False
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,8 @@ class MariaDBTopology:
         self._signals = signal_guard or _SignalGuard()
         # Names of the servers stopped by freeze() and not thawed since.
         self._frozen: set[str] = set()
+        # Servers a failover left out of the topology (stopped by close() all the same).
+        self._retired: list[MariaDBServer] = []
 
     # --- description and connections ------------------------------------------------------
 
@@ -412,6 +417,43 @@ class MariaDBTopology:
         replica.process.wait_ready(time.monotonic() + self.options.startup_timeout)
         self.wait_replicating(replica)
 
+    def switchover(self, ref: ReplicaRef, *, planned: bool = True) -> float:
+        """Make replica ``ref`` the primary, as an operator does (the topology must be
+        :attr:`TopologyOptions.promotable`): the old primary becomes read-only (``planned``:
+        first, and the replicas catch up with it; otherwise it is dead or ignored), the
+        replica stops replicating and becomes writable, and the other replicas (and the old
+        primary, when planned) replicate from it with ``MASTER_USE_GTID = slave_pos``.
+        Returns the ``time.monotonic()`` at which the new primary became writable."""
+        promoted = self.replica(ref)
+        old = self.primary
+        if planned:
+            old.query("SET GLOBAL read_only = 1")
+            self.wait_for_all()
+        with contextlib.closing(promoted.admin()) as conn, conn.cursor() as cursor:
+            cursor.execute("STOP SLAVE")
+            cursor.execute("RESET SLAVE ALL")
+            cursor.execute("SET GLOBAL read_only = 0")
+            promoted_at = time.monotonic()
+        others = [r for r in self.replicas if r is not promoted]
+        if planned:
+            others.append(old)
+        for server in others:
+            with contextlib.closing(server.admin()) as conn, conn.cursor() as cursor:
+                cursor.execute("STOP SLAVE")
+                if server is old:
+                    cursor.execute("SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_binlog_pos")
+                cursor.execute(
+                    "CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = %s, "
+                    "MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1",
+                    (LOOPBACK, promoted.port, self.repl_user, self.repl_password),
+                )
+                cursor.execute("START SLAVE")
+        if not planned:
+            self._retired.append(old)  # still stopped with the others by close()
+        self.primary = promoted
+        self.replicas = tuple(others)
+        return promoted_at
+
     def reset_lag(self) -> None:
         """Undo every lag control on every replica: thaw frozen servers, restart killed ones,
         remove delays, start stopped threads.  Cheap when nothing was changed (one status
@@ -448,12 +490,13 @@ class MariaDBTopology:
             return
         self._closed = True
         atexit.unregister(self.close)
+        everyone = (*self.servers, *self._retired)
         try:
-            for server in self.servers:
+            for server in everyone:
                 server.process.thaw()  # a stopped process would not act on SIGTERM
-            for server in self.servers:
+            for server in everyone:
                 server.process.send_terminate()
-            for server in self.servers:
+            for server in everyone:
                 server.process.terminate()
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -584,6 +627,7 @@ def _start_servers(
             primary=index == 0,
             read_only=options.read_only_replicas,
             extra_args=options.extra_server_args,
+            promotable=options.promotable,
         )
         processes.append(ServerProcess(binaries, settings))
     try:
