@@ -88,9 +88,17 @@ def test_a_writable_mariadb_replica_is_reported_once(
 
     def both_known() -> bool:
         replicas = replicas_by_port(proxy)
-        return all(replicas[p]["read_only"] is not None for p in (read_only, writable))
+        return all(
+            replicas[p]["read_only"] is not None and replicas[p]["replicates_from"] is not None
+            for p in (read_only, writable)
+        )
+
+    def primary_known() -> bool:
+        primary = next(b for b in status(proxy)["backends"] if b["role"] == "primary")
+        return primary["replicates_from"] is not None and primary["writable"] is not None
 
     wait_for(both_known)
+    wait_for(primary_known)
     replicas = replicas_by_port(proxy)
     assert (replicas[writable]["writable"], replicas[writable]["read_only"]) == (True, False)
     assert (replicas[read_only]["writable"], replicas[read_only]["read_only"]) == (False, True)
