@@ -410,8 +410,9 @@ class ProxyServer:
         self._metrics.primary_changes += 1
         logger.warning(
             "the primary is now %s (it accepts writes and does not replicate; %s was the "
-            "primary): sessions that log in from now on write there, sessions in flight keep "
-            "the server they started with",
+            "primary): every session writes there from its next statement; a statement "
+            "running on the old primary gets a lost-connection error, a transaction open "
+            "there ends the session",
             promoted.name,
             b.primary.name,
         )
@@ -419,6 +420,9 @@ class ProxyServer:
         config = dataclasses.replace(config, backends=backends)
         self._apply_backends(config)
         self._config = config
+        server = self._servers[PRIMARY]
+        for session in list(self._sessions.values()):
+            session.primary_moved(server)
 
     def _stop_monitor(self, server: BackendServer) -> None:
         if server.monitor is not None:

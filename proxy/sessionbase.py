@@ -483,6 +483,21 @@ class SessionBase:
                 self._follow = conn
         self._conn = None
 
+    def primary_moved(self, server: BackendServer) -> None:
+        """Role discovery made ``server`` the primary: the session's statements go there from
+        now on.  Its connection to the old primary is closed at once: a statement running
+        there gets a lost-connection error (and is never sent again elsewhere), and a session
+        that held a transaction or other state there is broken at its next statement, as when
+        the primary is lost."""
+        if self._servers.get(PRIMARY) is server:
+            return
+        self._servers[PRIMARY] = server
+        self._pools.pop(PRIMARY, None)
+        self._parked.pop(PRIMARY, None)
+        conn = self._conns.get(PRIMARY)
+        if conn is not None:
+            conn.abort()
+
     def _unreserve(self) -> None:
         """The session no longer needs the connection kept for a follow-up."""
         follow = self._follow

@@ -77,8 +77,11 @@ def wait_for(check: Any, timeout: float = 10.0) -> None:
 class Workload:
     """Sessions that each write a fresh id and read it back (read_own_writes)."""
 
-    def __init__(self, proxy: ProxyThread, threads: int = 3) -> None:
+    def __init__(self, proxy: ProxyThread, threads: int = 3, *, persistent: bool = False) -> None:
         self.proxy = proxy
+        #: Each thread keeps its session (reconnecting only when the session is gone), rather
+        #: than opening one per write-then-read pair.
+        self.persistent = persistent
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.next_id = 0
@@ -99,12 +102,15 @@ class Workload:
             t.join(30)
 
     def _run(self) -> None:
+        conn: Any = None
         while not self.stop.is_set():
             with self.lock:
                 self.next_id += 1
                 ident = self.next_id
             try:
-                with contextlib.closing(connect(self.proxy)) as conn, conn.cursor() as cur:
+                if conn is None:
+                    conn = connect(self.proxy)
+                with conn.cursor() as cur:
                     cur.execute("INSERT INTO t VALUES (%s, %s)", (ident, ident))
                     with self.lock:
                         self.acknowledged.append(ident)
@@ -117,16 +123,25 @@ class Workload:
                 code = e.args[0] if e.args and isinstance(e.args[0], int) else -1
                 with self.lock:
                     self.errors.append((code, str(e)))
+                if code in (2006, 2013) and conn is not None:
+                    conn.close()
+                    conn = None
                 time.sleep(0.01)
+            if not self.persistent and conn is not None:
+                conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()
 
 
+@pytest.mark.parametrize("persistent", [False, True], ids=["session-per-pair", "long-sessions"])
 def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any(
-    promotable: MariaDBTopology, proxy: ProxyThread
+    promotable: MariaDBTopology, proxy: ProxyThread, persistent: bool
 ) -> None:
     old = f"127.0.0.1:{promotable.primary.port}"
     new = f"127.0.0.1:{promotable.replicas[0].port}"
     assert roles(proxy)["primary"] == old
-    with Workload(proxy) as work:
+    with Workload(proxy, persistent=persistent) as work:
         wait_for(lambda: len(work.acknowledged) >= 20)
         promoted_at = promotable.switchover(0)
         wait_for(lambda: any(t > promoted_at for t in work.oks) and roles(proxy)["primary"] == new)
@@ -134,7 +149,8 @@ def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any
         wait_for(lambda: len(work.acknowledged) >= acknowledged_before + 20)
     first_write = min(t for t in work.oks if t > promoted_at) - promoted_at
     print(
-        f"switchover: first write acknowledged {first_write * 1e3:.0f} ms after the promotion; "
+        f"switchover ({'long sessions' if persistent else 'a session per pair'}): "
+        f"first write acknowledged {first_write * 1e3:.0f} ms after the promotion; "
         f"{len(work.acknowledged)} writes, {len(work.errors)} errors "
         f"({sorted({code for code, _ in work.errors})}), {work.violations} violations"
     )
@@ -173,3 +189,28 @@ def test_two_writable_servers_are_reported_as_split_brain_until_one_is_read_only
     rogue.query("SET GLOBAL read_only = 1")
     wait_for(lambda: roles(proxy)["split_brain"] is False)
     assert roles(proxy)["primary_changes"] == 0
+
+
+def test_a_transaction_open_on_the_old_primary_fails_at_its_next_statement(
+    promotable: MariaDBTopology, proxy: ProxyThread
+) -> None:
+    new = f"127.0.0.1:{promotable.replicas[0].port}"
+    with contextlib.closing(connect(proxy)) as conn, conn.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute("INSERT INTO t VALUES (900, 900)")
+        promotable.primary.query("SET GLOBAL read_only = 1")  # as a switchover starts
+        promotable.switchover(0)
+        wait_for(lambda: roles(proxy)["primary"] == new)
+        with pytest.raises(pymysql.OperationalError) as lost:
+            cur.execute("INSERT INTO t VALUES (901, 901)")
+        assert lost.value.args[0] in (2006, 2013) or "reconnect" in str(lost.value)
+    # Neither write of the transaction exists anywhere: nothing was re-sent.
+    promotable.wait_for_all()
+    for server in promotable.servers:
+        rows = server.query("SELECT COUNT(*) AS n FROM sw.t WHERE id IN (900, 901)")
+        assert rows[0]["n"] == 0
+    # A new session writes to the new primary.
+    with contextlib.closing(connect(proxy)) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO t VALUES (902, 902)")
+        cur.execute("SELECT @@port FROM DUAL FOR UPDATE")
+        assert cur.fetchall() == ((promotable.primary.port,),)
