@@ -25,8 +25,9 @@ from .conftest import topology_config
 pytestmark = pytest.mark.mariadb
 
 #: Errors a client may see while the primary changes, all of them clean: the old primary
-#: refusing a write (1290, read-only), a connection lost (2013), a server gone (2006).
-CLEAN = frozenset({1290, 2006, 2013})
+#: refusing a write (1290, read-only), a connection lost (2013), a server gone (2006), a
+#: server that refuses connections (2003, once it is dead).
+CLEAN = frozenset({1290, 2003, 2006, 2013})
 
 
 @pytest.fixture
@@ -77,16 +78,19 @@ def wait_for(check: Any, timeout: float = 10.0) -> None:
 class Workload:
     """Sessions that each write a fresh id and read it back (read_own_writes)."""
 
-    def __init__(self, proxy: ProxyThread, threads: int = 3, *, persistent: bool = False) -> None:
+    def __init__(
+        self, proxy: ProxyThread, threads: int = 3, *, persistent: bool = False, first_id: int = 1
+    ) -> None:
         self.proxy = proxy
         #: Each thread keeps its session (reconnecting only when the session is gone), rather
         #: than opening one per write-then-read pair.
         self.persistent = persistent
         self.stop = threading.Event()
         self.lock = threading.Lock()
-        self.next_id = 0
+        self.next_id = first_id - 1
         self.acknowledged: list[int] = []  # ids whose INSERT returned success
         self.violations = 0
+        self.seen_wrong: list[tuple[int, object, float]] = []
         self.errors: list[tuple[int, str]] = []
         self.oks: list[float] = []  # when each write was acknowledged (monotonic)
         self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(threads)]
@@ -116,9 +120,11 @@ class Workload:
                         self.acknowledged.append(ident)
                         self.oks.append(time.monotonic())
                     cur.execute("SELECT v FROM t WHERE id = %s", (ident,))
-                    if cur.fetchall() != ((ident,),):
+                    got = cur.fetchall()
+                    if got != ((ident,),):
                         with self.lock:
                             self.violations += 1
+                            self.seen_wrong.append((ident, got, time.monotonic()))
             except pymysql.MySQLError as e:
                 code = e.args[0] if e.args and isinstance(e.args[0], int) else -1
                 with self.lock:
@@ -154,7 +160,7 @@ def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any
         f"{len(work.acknowledged)} writes, {len(work.errors)} errors "
         f"({sorted({code for code, _ in work.errors})}), {work.violations} violations"
     )
-    assert work.violations == 0
+    assert work.violations == 0, work.seen_wrong[:3]
     assert {code for code, _ in work.errors} <= CLEAN, work.errors[:5]
     status = roles(proxy)
     assert (status["primary"], status["primary_changes"], status["split_brain"]) == (new, 1, False)
@@ -214,3 +220,31 @@ def test_a_transaction_open_on_the_old_primary_fails_at_its_next_statement(
         cur.execute("INSERT INTO t VALUES (902, 902)")
         cur.execute("SELECT @@port FROM DUAL FOR UPDATE")
         assert cur.fetchall() == ((promotable.primary.port,),)
+
+
+def test_the_primary_killed_and_a_replica_promoted_takes_the_writes(
+    promotable: MariaDBTopology, proxy: ProxyThread
+) -> None:
+    new = f"127.0.0.1:{promotable.replicas[0].port}"
+    with Workload(proxy, persistent=True) as work:
+        wait_for(lambda: len(work.acknowledged) >= 20)
+    promotable.wait_for_all()  # what was acknowledged reached the replicas before the crash
+    before = list(work.acknowledged)
+    with Workload(proxy, persistent=True, first_id=work.next_id + 1) as work:
+        wait_for(lambda: len(work.acknowledged) >= 5)
+        promotable.primary.process.kill()
+        promoted_at = promotable.switchover(0, planned=False)
+        wait_for(lambda: any(t > promoted_at for t in work.oks) and roles(proxy)["primary"] == new)
+        acknowledged = len(work.acknowledged)
+        wait_for(lambda: len(work.acknowledged) >= acknowledged + 20)
+    assert work.violations == 0, work.seen_wrong[:3]
+    assert {code for code, _ in work.errors} <= CLEAN, work.errors[:5]
+    assert roles(proxy)["primary"] == new
+    promotable.wait_for_all()
+    rows = promotable.primary.query("SELECT id, COUNT(*) AS n FROM sw.t GROUP BY id")
+    counts = {int(r["id"]): int(r["n"]) for r in rows}
+    assert max(counts.values()) == 1  # nothing applied twice
+    assert all(counts.get(ident) == 1 for ident in before)
+    after = [i for i in work.acknowledged if i > max(before)]
+    assert after
+    assert all(counts.get(ident) == 1 for ident in after[-20:])
