@@ -236,7 +236,9 @@ class Telemetry:
             meter_provider = self._own_meter_provider
         self.metrics = RoutingMetrics(meter_provider) if enabled and meter_provider else None
         self._sinks = sinks
-        self._routes = RouteParts()
+        # Route parts (which name ``server.address``) shared by the sessions that map their
+        # targets to the same addresses; a switchover's new primary gets parts of its own.
+        self._routes: dict[frozenset[tuple[str, tuple[str, int]]], RouteParts] = {}
         self._dropped = 0
         self._drop_lock = threading.Lock()
         self._queue: deque[Finished] = deque()
@@ -367,14 +369,19 @@ class Telemetry:
         a replica named ``host:port`` needs no entry.  The no-op tracer when inactive."""
         if not self.active or self._closed:
             return NOOP_TRACER
+        mapped = addresses or {}
+        key = frozenset(mapped.items())
+        routes = self._routes.get(key)
+        if routes is None:
+            routes = self._routes[key] = RouteParts()
         return RecordingTracer(
             config=self.config,
             outbox=self._outbox,
             session_id=session_id or new_session_id(),
             system=system,
-            addresses=addresses or {},
+            addresses=mapped,
             keep_unsampled=self.metrics is not None,
-            routes=self._routes,
+            routes=routes,
         )
 
     def emit(self, record: SpanRecord) -> None:

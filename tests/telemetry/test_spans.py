@@ -13,6 +13,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from consistent import trace
+from consistent.classify import classify
 from consistent.errors import ConsistencyTimeout, OperationalError
 from consistent.gtid import GtidSet, MariaPosition
 from consistent.policy import PRIMARY, WaitOutcome
@@ -392,3 +393,26 @@ def test_read_all_writes_says_where_the_required_set_came_from(harness: HarnessF
     h.policy.level = "read_own_writes"  # type: ignore[assignment]
     h.run("SELECT v FROM t")
     assert trace.GTID_REQUIRED_ACKNOWLEDGED not in h.last().attributes
+
+
+def test_sessions_with_another_primary_name_their_own(harness: HarnessFactory) -> None:
+    # After a switchover, new sessions map "primary" to the promoted server: their spans must
+    # not take the route parts cached for the old one.
+    h = harness()
+    h.run("UPDATE t SET v = 1 WHERE k = 7", produced=G1)
+    other = h.telemetry.session(system="mysql", addresses={PRIMARY: ("db-new.example", 3307)})
+    with other.statement("UPDATE t SET v = 2 WHERE k = 7") as span:
+        span.decision(h.policy.route(classify("UPDATE t SET v = 2 WHERE k = 7"), ""))
+    h.run("UPDATE t SET v = 3 WHERE k = 7", produced=G1)
+    where = {
+        (
+            r.attributes[trace.SESSION_ID],
+            r.attributes[trace.SERVER_ADDRESS],
+            r.attributes[trace.SERVER_PORT],
+        )
+        for r in h.records()
+    }
+    assert where == {
+        (h.tracer.session_id, "db-primary.example", 3306),
+        (other.session_id, "db-new.example", 3307),
+    }
