@@ -492,6 +492,7 @@ class SessionBase:
         if self._servers.get(PRIMARY) is server:
             return
         self._servers[PRIMARY] = server
+        self._tracer.set_address(PRIMARY, (server.address.host, server.address.port))
         self._pools.pop(PRIMARY, None)
         self._parked.pop(PRIMARY, None)
         conn = self._conns.get(PRIMARY)

@@ -187,6 +187,10 @@ class StatementTracer:
     def set_namespace(self, schema: str | None) -> None:
         """The session now uses ``schema`` (``db.namespace`` of its next statements)."""
 
+    def set_address(self, target: str, address: tuple[str, int]) -> None:
+        """``target`` (``"primary"``) is now the server at ``address``: the
+        ``server.address`` and ``server.port`` of the session's statements from now on."""
+
 
 #: The shared tracer of the disabled path.
 NOOP_TRACER: Final = StatementTracer()
@@ -205,11 +209,32 @@ class Outbox:
     drop: Callable[[int], None]
 
 
+class Where:
+    """Where a session's statements go, as its spans name it: the route parts (shared with
+    the sessions that map their targets alike), ``server.address`` per target, and the JSON of
+    plain statements.  Replaced, never changed, when the primary moves, so that a span keeps
+    the view current when it started."""
+
+    __slots__ = ("addresses", "plain", "routes")
+
+    def __init__(self, routes: RouteParts, addresses: Mapping[str, tuple[str, int]]) -> None:
+        self.routes = routes
+        self.addresses = dict(addresses)
+        self.plain: dict[str | tuple[str, tuple[str, str, str | None]], str] = {}
+
+    def address(self, target: str) -> tuple[str, int]:
+        """``(server.address, server.port)`` of a target."""
+        found = self.addresses.get(target)
+        if found is None:
+            found = host_port_or_default(target)
+            self.addresses[target] = found
+        return found
+
+
 class RecordingTracer(StatementTracer):
     """A session's tracer that records its statements into a telemetry pipeline."""
 
     __slots__ = (
-        "_addresses",
         "_always",
         "_gtid_parts",
         "_keep_unsampled",
@@ -226,13 +251,12 @@ class RecordingTracer(StatementTracer):
         "max_gtid_chars",
         "namespace",
         "pins_seen",
-        "plain",
         "queue",
-        "routes",
         "session_part",
         "system_name",
         "targets",
         "wake",
+        "where",
     )
 
     def __init__(
@@ -257,7 +281,6 @@ class RecordingTracer(StatementTracer):
         #: ``db.system.name`` (also the flavour produced GTIDs are parsed in).
         self.system_name = system
         self.max_gtid_chars = config.max_gtid_chars
-        self._addresses = dict(addresses)
         # Statements whose span is sampled out still feed the metrics when these are on.
         self._keep_unsampled = keep_unsampled
         self._ratio = config.sample_ratio
@@ -272,7 +295,8 @@ class RecordingTracer(StatementTracer):
             None,
         )
         #: Route parts shared with the pipeline's other sessions.
-        self.routes = routes if routes is not None else RouteParts()
+        #: Route parts and addresses; the spans keep the one current when they start.
+        self.where = Where(routes if routes is not None else RouteParts(), addresses)
         #: The attributes every statement of this session carries.
         self.session_part = session_part(system, session_id)
         # Exporter threads only: the last GTID part built per attribute name, by identity of
@@ -283,7 +307,6 @@ class RecordingTracer(StatementTracer):
         self._learned_part: tuple[Learned, Part] | None = None
         #: Exporter threads only: the attributes text of statements routed without a
         #: decision and that did not wait, by text (and route when one was given).
-        self.plain: dict[str | tuple[str, tuple[str, str, str | None]], str] = {}
         #: Pin reasons this session has been seen with (exporter thread only).
         self.pins_seen: set[str] = set()
         #: The schema the session uses (``db.namespace``), read by each new span.
@@ -364,12 +387,14 @@ class RecordingTracer(StatementTracer):
         return found
 
     def address(self, target: str) -> tuple[str, int]:
-        """``(server.address, server.port)`` of a target."""
-        found = self._addresses.get(target)
-        if found is None:
-            found = host_port_or_default(target)
-            self._addresses[target] = found
-        return found
+        """``(server.address, server.port)`` of a target, as the session maps it now."""
+        return self.where.address(target)
+
+    def set_address(self, target: str, address: tuple[str, int]) -> None:
+        if self.where.addresses.get(target) == address:
+            return
+        # A new view, not a changed one: spans that started before keep the old address.
+        self.where = Where(RouteParts(), {**self.where.addresses, target: address})
 
     def gtid_part(self, name: str, state: GtidState) -> Part:
         """The part of GTID attribute ``name``; rebuilt only when the state changes."""
@@ -389,28 +414,31 @@ class RecordingTracer(StatementTracer):
         self._learned_part = (learned, built)
         return built
 
-    def plain_parts(self, sql: str, route: tuple[str, str, str | None] | None) -> list[Part]:
+    def plain_parts(
+        self, sql: str, route: tuple[str, str, str | None] | None, view: Where
+    ) -> list[Part]:
         """The parts of a statement routed without a decision and that did not wait: the
         session's, the route's, the query text's when captured, the (absent) wait's."""
         where = route or _DEFAULT_ROUTE
-        parts = [self.session_part, route_without_decision(self.routes, where, sql, self.address)]
+        parts = [self.session_part, route_without_decision(view.routes, where, sql, view.address)]
         config = self.config
         if config.capture_query_text and sql:
             parts.append(query_part(sql, config.max_query_chars))
         parts.append(NO_WAIT)
         return parts
 
-    def plain_text(self, sql: str, route: tuple[str, str, str | None] | None) -> str:
-        """:meth:`plain_parts` as OTLP JSON, cached by text and route."""
+    def plain_text(self, sql: str, route: tuple[str, str, str | None] | None, view: Where) -> str:
+        """:meth:`plain_parts` as OTLP JSON, cached by text and route in ``view``."""
         key: str | tuple[str, tuple[str, str, str | None]] = sql if route is None else (sql, route)
-        found = self.plain.get(key)
+        plain = view.plain
+        found = plain.get(key)
         if found is not None:
             return found
-        text = ",".join([text for _, text in self.plain_parts(sql, route) if text])
+        text = ",".join([text for _, text in self.plain_parts(sql, route, view) if text])
         if len(sql) <= _MAX_CACHED_SQL:
-            if len(self.plain) >= _MAX_CACHED_PLAIN:
-                self.plain.clear()
-            self.plain[key] = text
+            if len(plain) >= _MAX_CACHED_PLAIN:
+                plain.clear()
+            plain[key] = text
         return text
 
 
@@ -430,6 +458,7 @@ class _RecordingSpan(StatementSpan):
         "_sql",
         "_start",
         "_tracer",
+        "_view",
         "_wait",
     )
 
@@ -448,6 +477,7 @@ class _RecordingSpan(StatementSpan):
         self._route: tuple[str, str, str | None] | None = None
         self._error: BaseException | None = None
         self._namespace = tracer.namespace
+        self._view = tracer.where
         self._pin: str | None = None
         self._end = 0
         self._start = _time_ns()
@@ -548,13 +578,14 @@ class _RecordingSpan(StatementSpan):
         decision = self._decision
         wait = self._wait
         if decision is None and wait is None:
-            return tracer.plain_parts(self._sql, self._route)
+            return tracer.plain_parts(self._sql, self._route, self._view)
         config = tracer.config
         parts = [tracer.session_part]
         known = None
         learned = None
         if decision is not None:
-            parts.append(route_from_decision(tracer.routes, decision, tracer.address))
+            view = self._view
+            parts.append(route_from_decision(view.routes, decision, view.address))
             if decision.required is not None:
                 parts.append(tracer.gtid_part(GTID_REQUIRED, decision.required))
             sources = decision.sources
@@ -570,7 +601,8 @@ class _RecordingSpan(StatementSpan):
             learned = decision.learned
         else:
             where = self._route or _DEFAULT_ROUTE
-            parts.append(route_without_decision(tracer.routes, where, self._sql, tracer.address))
+            view = self._view
+            parts.append(route_without_decision(view.routes, where, self._sql, view.address))
         if config.capture_query_text and self._sql:
             parts.append(query_part(self._sql, config.max_query_chars))
         if wait is None:
@@ -638,8 +670,9 @@ class _RecordingSpan(StatementSpan):
         tracer = self._tracer
         if self._decision is None and self._wait is None:
             route = self._route
-            found = tracer.plain.get(self._sql) if route is None else None
-            text = found if found is not None else tracer.plain_text(self._sql, route)
+            view = self._view
+            found = view.plain.get(self._sql) if route is None else None
+            text = found if found is not None else tracer.plain_text(self._sql, route, view)
         else:
             text = ",".join([text for _, text in self._parts() if text])
         _, _, targets, head = self._naming()

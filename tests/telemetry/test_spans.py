@@ -416,3 +416,25 @@ def test_sessions_with_another_primary_name_their_own(harness: HarnessFactory) -
         (h.tracer.session_id, "db-primary.example", 3306),
         (other.session_id, "db-new.example", 3307),
     }
+
+
+def test_a_session_names_the_new_primary_once_it_moves_and_earlier_spans_keep_the_old(
+    harness: HarnessFactory,
+) -> None:
+    h = harness()
+    h.run("UPDATE t SET v = 1 WHERE k = 7", produced=G1)  # not exported yet
+    with h.tracer.statement("SELECT 1") as plain:  # routed without a decision
+        plain.route(PRIMARY, "primary_only")
+    h.tracer.set_address(PRIMARY, ("db-promoted.example", 3308))
+    h.run("UPDATE t SET v = 3 WHERE k = 7", produced=G1)
+    with h.tracer.statement("SELECT 1") as plain:
+        plain.route(PRIMARY, "primary_only")
+    where = [
+        (r.attributes[trace.SERVER_ADDRESS], r.attributes[trace.SERVER_PORT]) for r in h.records()
+    ]
+    assert where == [
+        ("db-primary.example", 3306),
+        ("db-primary.example", 3306),
+        ("db-promoted.example", 3308),
+        ("db-promoted.example", 3308),
+    ]
