@@ -38,7 +38,7 @@ from consistent.aio.cursor import Cursor, cursor_class
 from consistent.aio.links import AsyncServerLink
 from consistent.classify import Classification, classify
 from consistent.dbapi import _pymysql
-from consistent.dbapi.config import ConnectConfig, ServerSpec
+from consistent.dbapi.config import ConnectConfig
 from consistent.dbapi.connbase import ConnectionBase
 from consistent.dbapi.core import (
     BEGIN,
@@ -72,6 +72,7 @@ class Connection(ConnectionBase):
     """A logical asyncio connection that sends reads to replicas when the consistency level
     allows.  Create it with ``await consistent.aio.connect(...)``."""
 
+    _link_class = AsyncServerLink
     _primary: AsyncServerLink
     _replicas: dict[str, AsyncServerLink]
     # The primary's connection while statements may go straight to it (no replicas).
@@ -92,20 +93,11 @@ class Connection(ConnectionBase):
         self._cursor_classes: dict[type[Any], type[Cursor]] = {}
         for spec in config.replicas:
             check_resolves(spec)
-        primary_options = config.server_options(config.primary, replica=False)
-        primary_options["autocommit"] = config.autocommit
         self._observer = weak_observer(self)
-        self._primary = AsyncServerLink(
-            PRIMARY, config.primary, primary_options, replica=False, observer=self._observer
-        )
-        self._replicas = {spec.name: self._replica_link(spec) for spec in config.replicas}
+        self._primary = self._new_link(config.primary, replica=False)
+        self._replicas = {spec.name: self._new_link(spec, replica=True) for spec in config.replicas}
         self._lost = NOT_CONNECTED
         self._escaper: Any = None
-
-    def _replica_link(self, spec: ServerSpec) -> AsyncServerLink:
-        options = self._config.server_options(spec, replica=True)
-        options["autocommit"] = True
-        return AsyncServerLink(spec.name, spec, options, replica=True, observer=self._observer)
 
     # ------------------------------------------------------------------ the driver
 
@@ -176,6 +168,7 @@ class Connection(ConnectionBase):
 
     async def _open(self) -> None:
         """Connect to the primary for the first time: learn the flavour, create the session."""
+        self._adopt_roles()
         config = self._config
         try:
             raw = await self._primary.connection(None)
@@ -428,6 +421,7 @@ class Connection(ConnectionBase):
 
     async def _on_target(self, target: str, run: Run) -> Any:
         """Run something outside the routing (ping, autocommit…) on one server."""
+        self._follow_roles()
         return await self._drive(self._target_plan(target), run)
 
     async def _execute(self, sql: str, stmt: Classification, run: Run) -> Any:
@@ -436,6 +430,7 @@ class Connection(ConnectionBase):
         with self._tracer.statement(sql) as span:
             self._span = span
             try:
+                self._follow_roles()
                 return await self._drive(self._route_plan(sql, stmt), run)
             finally:
                 self._span = NOOP_SPAN

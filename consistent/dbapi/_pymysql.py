@@ -63,6 +63,7 @@ __all__ = [
     "force_close",
     "is_disconnect",
     "is_server_error",
+    "query_table",
     "query_value",
     "set_read_timeout",
     "tracked_gtid_text",
@@ -262,6 +263,24 @@ def query_value(conn: TrackingConnection, sql: str, *, timeout: float | None = N
     if not rows:
         return None
     return rows[0][0]
+
+
+def query_table(
+    conn: TrackingConnection, sql: str, *, timeout: float | None = None
+) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
+    """Run a query and return its column names and rows (bounded as :func:`query_value`)."""
+    previous = conn._read_timeout
+    if timeout is not None:
+        conn._read_timeout = timeout
+    try:
+        conn.query(sql)
+        result = conn._result
+    finally:
+        conn._read_timeout = previous
+    if result is None or result.description is None:
+        return (), ()
+    columns = tuple(str(d[0]) for d in result.description)
+    return columns, tuple(tuple(row) for row in result.rows or ())
 
 
 def set_read_timeout(conn: TrackingConnection, timeout: float | None) -> None:

@@ -21,10 +21,16 @@ default (``0`` or ``None``: no deadline), and a per-server dict may set its own.
 connection, the handshake and login included, is bounded by ``connect_timeout``
 (``replica_connect_timeout`` at most for replicas).  ``monitor_interval`` is the background
 monitor's period (``0``: no monitor; see :mod:`consistent.dbapi.monitor`).
+
+Roles: with ``discover_roles`` (on by default) the monitors learn which server is the primary
+from the servers themselves (``read_only``, replication sources), so the configured primary
+is a starting hint; ``on_split_brain`` (``keep`` or ``refuse``) says what writes do while two
+servers accept them (see :mod:`consistent.dbapi.roles`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
 import ipaddress
@@ -37,6 +43,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from consistent.classify import read_only_function_names
 from consistent.dbapi._pymysql import PYMYSQL_OPTIONS
+from consistent.dbapi.roles import OnSplitBrain
 from consistent.errors import InterfaceError, ProgrammingError
 from consistent.hostport import DEFAULT_PORT, split_host_port
 from consistent.policy import Level, OnTimeout, PolicyConfig
@@ -205,6 +212,24 @@ class ConnectConfig:
     deadlines: Deadlines = field(default_factory=Deadlines)
     #: Seconds between two polls of each server by the background monitor; ``None``: none.
     monitor_interval: float | None = DEFAULT_MONITOR_INTERVAL
+    #: The monitors learn which server is the primary (see :mod:`consistent.dbapi.roles`).
+    discover_roles: bool = True
+    #: What writes do while two servers accept them.
+    on_split_brain: OnSplitBrain = OnSplitBrain.KEEP
+
+    @property
+    def servers(self) -> tuple[ServerSpec, ...]:
+        """The primary and the replicas."""
+        return (self.primary, *self.replicas)
+
+    def with_primary(self, address: str) -> ConnectConfig:
+        """This configuration with the server at ``address`` (one of :attr:`servers`) as the
+        primary and the primary so far as a replica."""
+        servers = self.servers
+        promoted = next(s for s in servers if s.name == address)
+        return dataclasses.replace(
+            self, primary=promoted, replicas=tuple(s for s in servers if s is not promoted)
+        )
 
     def __repr__(self) -> str:
         # The shared options hold the password: show everything else as the dataclass would.
@@ -213,7 +238,8 @@ class ConnectConfig:
             f"policy={self.policy!r}, flavor={self.flavor!r}, autocommit={self.autocommit!r}, "
             f"options={_masked(self.options)!r}, "
             f"replica_connect_timeout={self.replica_connect_timeout!r}, "
-            f"deadlines={self.deadlines!r}, monitor_interval={self.monitor_interval!r})"
+            f"deadlines={self.deadlines!r}, monitor_interval={self.monitor_interval!r}, "
+            f"discover_roles={self.discover_roles!r}, on_split_brain={self.on_split_brain!r})"
         )
 
     def server_options(self, server: ServerSpec, *, replica: bool) -> dict[str, Any]:
@@ -257,11 +283,11 @@ def parse_url(url: str) -> dict[str, Any]:
             replicas.extend(ServerSpec.parse(v) for v in value.split(",") if v)
         elif key == "read_only_functions":
             functions.append(value)
-        elif key in ("level", "on_timeout", "flavor"):
+        elif key in ("level", "on_timeout", "flavor", "on_split_brain"):
             kwargs[key] = value
         elif key in _OUR_NUMBERS:
             kwargs[key] = parse_number(key, value)
-        elif key in ("autocommit", "retry_reads"):
+        elif key in ("autocommit", "retry_reads", "discover_roles"):
             kwargs[key] = parse_boolean(key, value)
         else:
             kwargs[key] = _option(key, value)
@@ -344,6 +370,8 @@ def build_config(
     read_only_functions: str | Iterable[str] | None = None,
     replica_read_timeout: float | None = DEFAULT_REPLICA_READ_TIMEOUT,
     monitor_interval: float | None = DEFAULT_MONITOR_INTERVAL,
+    discover_roles: bool = True,
+    on_split_brain: OnSplitBrain | str = OnSplitBrain.KEEP,
     **options: Any,
 ) -> ConnectConfig:
     """Validate and assemble a :class:`ConnectConfig` (``options`` are PyMySQL keywords;
@@ -404,6 +432,8 @@ def build_config(
         read_only_functions=read_only_function_names(read_only_functions),
         deadlines=deadlines,
         monitor_interval=parse_deadline("monitor_interval", monitor_interval),
+        discover_roles=bool(discover_roles),
+        on_split_brain=OnSplitBrain.parse(on_split_brain),
     )
 
 

@@ -9,12 +9,15 @@ it and adds the methods that talk to the servers, blocking or awaited.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from consistent import errors
 from consistent.dbapi import _pymysql
-from consistent.dbapi.core import NOT_CONNECTED, Link, SessionCore
+from consistent.dbapi.config import ServerSpec
+from consistent.dbapi.core import NOT_CONNECTED, PRIMARY_LOST, Link, SessionCore
 from consistent.dbapi.monitor import process_monitors
+from consistent.policy import PRIMARY, process_knowledge
 
 __all__ = ["ConnectionBase"]
 
@@ -29,7 +32,28 @@ class ConnectionBase(SessionCore):
     """The session core plus what both connection forms read from the primary's connection."""
 
     _primary: _ServerLink
+    _replicas: dict[str, Any]
     _escaper: Any
+    #: The form's server link class (blocking or asyncio).
+    _link_class: Callable[..., _ServerLink]
+    _observer: Callable[[str, int, bytes], None]
+
+    def _new_link(self, spec: ServerSpec, *, replica: bool) -> Any:
+        """A link to ``spec``: a replica (autocommit on) or the primary (the session's
+        autocommit mode)."""
+        options = self._config.server_options(spec, replica=replica)
+        if replica:
+            options["autocommit"] = True
+        else:
+            policy = self._policy_or_none
+            options["autocommit"] = self._config.autocommit if policy is None else policy.autocommit
+        return self._link_class(
+            spec.name if replica else PRIMARY,
+            spec,
+            options,
+            replica=replica,
+            observer=self._observer,
+        )
 
     # ------------------------------------------------------------------ properties
 
@@ -60,10 +84,13 @@ class ConnectionBase(SessionCore):
     # ------------------------------------------------------------------ the primary's connection
 
     def _open_primary(self) -> Any:
-        """The primary's driver connection, the logical connection being open."""
+        """The primary's driver connection, the logical connection being open (for escaping:
+        until a primary the session moved to opens, the old one's connection escapes as the
+        session does)."""
         self._check_open()
         raw = self._primary.raw
-        assert raw is not None
+        if raw is None:
+            raw = self._escaper.connection
         return raw
 
     def insert_id(self) -> int:
@@ -116,15 +143,91 @@ class ConnectionBase(SessionCore):
 
     def _attach_monitor(self) -> None:
         """Have the process's monitor follow the replicas, when there are replicas and a
-        ``monitor_interval``."""
+        ``monitor_interval`` (and learn the servers' roles, with ``discover_roles``)."""
         config = self._config
         interval = config.monitor_interval
         if config.replicas and interval is not None:
-            process_monitors().attach(
+            registry = process_monitors()
+            knowledge = self._policy.knowledge
+            registry.attach(
                 self,
-                self._policy.knowledge,
+                knowledge,
                 self._flavor,
                 (config.primary.name, self._primary.options),
                 [(name, link.options) for name, link in self._replicas.items()],
                 interval=interval,
+                roles=self._roles,
             )
+
+    # ------------------------------------------------------------------ role discovery
+
+    def _adopt_roles(self) -> None:
+        """Before opening: take the topology's roles, and its primary when the monitors
+        already found that another server than the configured one is the primary."""
+        config = self._config
+        if not (config.discover_roles and config.replicas and config.monitor_interval):
+            return
+        knowledge = self._knowledge_arg
+        roles = process_monitors().roles(
+            knowledge if knowledge is not None else process_knowledge(),
+            config.primary.name,
+            [s.name for s in config.servers],
+        )
+        self._roles = roles
+        if roles.primary != config.primary.name:
+            config = self._config = config.with_primary(roles.primary)
+            self._primary = self._new_link(config.primary, replica=False)
+            if self._replicas:
+                self._replicas = {
+                    spec.name: self._new_link(spec, replica=True) for spec in config.replicas
+                }
+
+    def _follow_roles(self) -> None:
+        """Before a statement: when the monitors found another primary, move the session
+        there (see :meth:`_move_primary`)."""
+        roles = self._roles
+        if roles is not None and roles.primary != self._config.primary.name:
+            self._move_primary(roles.primary)
+
+    def _move_primary(self, address: str) -> None:
+        """Make the server at ``address`` the session's primary and the old primary one of
+        its replicas.  The old primary's connection is closed; the new one opens at the next
+        statement with the session's replayable state (schema, character set, variables)
+        and its token, which stays valid (the servers share one history).  A session that
+        held what cannot follow (an open transaction on the old primary or on the promoted
+        replica, temporary tables, locks, prepared statements: its pins) is lost instead:
+        this and every later call raise 2013 until ``ping(reconnect=True)``/``connect()``
+        opens a fresh session on the new primary."""
+        policy = self._policy
+        old = self._config.primary.name
+        config = self._config.with_primary(address)
+        txn = policy.transaction
+        held = [
+            *(["a transaction"] if txn is not None and txn.server in (PRIMARY, address) else []),
+            *policy.pins,
+        ]
+        self._config = config
+        self._direct = None
+        self._primary.drop()
+        promoted = self._replicas.pop(address, None)
+        if promoted is not None:
+            promoted.drop()
+        kept = self._replicas
+        self._replicas = {
+            spec.name: kept.get(spec.name) or self._new_link(spec, replica=True)
+            for spec in config.replicas
+        }
+        self._primary = self._new_link(config.primary, replica=False)
+        self._primary.replay = True
+        policy.replicas = [spec.name for spec in config.replicas]
+        tracer = self._tracer
+        tracer.set_address(PRIMARY, (config.primary.host, config.primary.port))
+        for spec in config.replicas:
+            tracer.set_address(spec.name, (spec.host, spec.port))
+        if held:
+            self._lost = (
+                f"the primary moved from {old} to {address}: what the session held on "
+                f"{old} ({', '.join(held)}) is lost; open a new connection (or call "
+                "ping(reconnect=True))"
+            )
+            raise errors.OperationalError(PRIMARY_LOST, self._lost)

@@ -48,7 +48,7 @@ from consistent import errors
 from consistent.classify import Classification, classify
 from consistent.dbapi import _pymysql
 from consistent.dbapi._pymysql import TrackingConnection
-from consistent.dbapi.config import ConnectConfig, ServerSpec
+from consistent.dbapi.config import ConnectConfig
 from consistent.dbapi.connbase import ConnectionBase
 from consistent.dbapi.core import (
     BEGIN,
@@ -122,6 +122,7 @@ class Connection(ConnectionBase):
     drives its plans with PyMySQL's blocking calls (:meth:`_drive`).
     """
 
+    _link_class = ServerLink
     _primary: ServerLink
     _replicas: dict[str, ServerLink]
     # The primary's connection while statements may go straight to it: with no replica
@@ -149,12 +150,8 @@ class Connection(ConnectionBase):
         self._encoders: dict[Any, Any] = _pymysql.encoders_for(config.options.get("conv"))
         for spec in config.replicas:
             check_resolves(spec)
-        primary_options = config.server_options(config.primary, replica=False)
-        primary_options["autocommit"] = config.autocommit
         self._observer = weak_observer(self)
-        self._primary = ServerLink(
-            PRIMARY, config.primary, primary_options, replica=False, observer=self._observer
-        )
+        self._primary = self._new_link(config.primary, replica=False)
         if defer_connect:
             self._lost = NOT_CONNECTED
         else:
@@ -202,6 +199,7 @@ class Connection(ConnectionBase):
 
     def _open(self) -> None:
         """Connect to the primary for the first time: learn the flavour, create the session."""
+        self._adopt_roles()
         config = self._config
         try:
             raw = self._primary.connection(None)
@@ -211,7 +209,7 @@ class Connection(ConnectionBase):
             ) from exc
         raw.encoders = self._encoders
         self._start_session(raw.server_version, raw.get_autocommit())
-        self._replicas = {spec.name: self._replica_link(spec) for spec in config.replicas}
+        self._replicas = {spec.name: self._new_link(spec, replica=True) for spec in config.replicas}
         self._escaper = raw.cursor()
         try:
             self._drive(self._tracking_plan(self._primary, self._policy.tracking))
@@ -266,11 +264,6 @@ class Connection(ConnectionBase):
             self._open()
         else:
             self._reopen()
-
-    def _replica_link(self, spec: ServerSpec) -> ServerLink:
-        options = self._config.server_options(spec, replica=True)
-        options["autocommit"] = True
-        return ServerLink(spec.name, spec, options, replica=True, observer=self._observer)
 
     # ------------------------------------------------------------------ properties
 
@@ -468,6 +461,7 @@ class Connection(ConnectionBase):
 
     def _on_target(self, target: str, run: Callable[[TrackingConnection], T]) -> T:
         """Run something outside the routing (ping, autocommit…) on one server."""
+        self._follow_roles()
         return self._drive(self._target_plan(target), run)  # type: ignore[no-any-return]
 
     def _execute(
@@ -478,6 +472,7 @@ class Connection(ConnectionBase):
         with self._tracer.statement(sql) as span:
             self._span = span
             try:
+                self._follow_roles()
                 return self._drive(self._route_plan(sql, stmt), run)  # type: ignore[no-any-return]
             finally:
                 self._span = NOOP_SPAN

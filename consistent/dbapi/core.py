@@ -41,7 +41,8 @@ from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL, detect_flavor, flavor_sql
 from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.pending import PendingGtids, parse_tracked
-from consistent.errnos import CR
+from consistent.dbapi.roles import OnSplitBrain, SharedRoles
+from consistent.errnos import CR, ER
 from consistent.gtid import GtidState
 from consistent.policy import (
     END_TRANSACTION,
@@ -124,6 +125,9 @@ class Link(Protocol):
     applied_seq: int
     #: Tracker mode currently set on the connection (``None``: not set).
     tracking: Tracking | None
+    #: The session's state is to be replayed when the connection opens (a primary the
+    #: session moved to).
+    replay: bool
 
     @property
     def raw(self) -> Any:
@@ -185,6 +189,8 @@ class SessionCore:
         self._closed = False
         self._lost: str | None = None
         self._direct = None
+        # The topology's roles, as the monitors learn them (None: no role discovery).
+        self._roles: SharedRoles | None = None
         self._policy_or_none: SessionPolicy | None = None
         self._pending: PendingGtids | None = None
         self.last_decision: Decision | None = None
@@ -482,11 +488,41 @@ class SessionCore:
         if link is self._primary:
             if self._lost is not None:
                 raise errors.OperationalError(PRIMARY_LOST, self._lost)
+            roles = self._roles
+            if (
+                roles is not None
+                and roles.split_brain
+                and self._config.on_split_brain is OnSplitBrain.REFUSE
+            ):
+                raise errors.OperationalError(
+                    int(ER.OPTION_PREVENTS_STATEMENT),
+                    f"split brain: {', '.join(roles.verdict.writable if roles.verdict else ())} "
+                    "all accept writes; nothing goes to the primary until one of them is "
+                    "read-only again (on_split_brain=refuse)",
+                )
             raw = yield (OPEN, link, None)
+            if link.replay:
+                # A primary the session moved to: its state follows, as onto a replica.
+                link.replay = False
+                try:
+                    yield from self._replay_plan(link, raw)
+                except ReplayFailed as exc:
+                    raise self._primary_lost(
+                        errors.OperationalError(
+                            PRIMARY_LOST,
+                            f"the session's state could not follow the primary: {exc}",
+                        )
+                    ) from exc
             if link.tracking is not policy.tracking and not policy.in_transaction:
                 yield from self._tracking_plan(link, policy.tracking)
             return raw
         raw = yield (OPEN, link, None)
+        yield from self._replay_plan(link, raw)
+        return raw
+
+    def _replay_plan(self, link: Link, raw: Any) -> Plan[None]:
+        """Replay the session's state on ``link``'s connection ``raw`` up to now."""
+        policy = self._policy
         if link.applied_seq < policy.replay_seq:
             names = self._names
             if names is not None and (raw.charset, getattr(raw, "collation", None)) != names:
@@ -507,7 +543,6 @@ class SessionCore:
                         raise
                     raise ReplayFailed(sql) from exc
             link.applied_seq = seq
-        return raw
 
     def _target_plan(self, target: str, step: StepKind = CALL, arg: Any = None) -> Plan[Any]:
         """Run something outside the routing (ping, autocommit…) on one server: ``step``

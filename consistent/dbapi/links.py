@@ -76,6 +76,8 @@ class LinkBase(Generic[ConnT]):
         self.applied_seq = 0
         #: Tracker mode currently set on the connection (``None``: not set).
         self.tracking: Tracking | None = None
+        #: Replay the session's state when the connection opens (a primary moved to).
+        self.replay = False
 
     @property
     def address(self) -> str:

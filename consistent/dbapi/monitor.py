@@ -18,9 +18,17 @@ dropped without ``close()`` releases its monitors too.  The thread ends within o
 after its last user is gone.  Threads do not survive ``fork()``: the child starts with no
 monitor, and its first connections start their own.
 
+Roles (``discover_roles``, on by default): each poll also reads the server's ``read_only`` state
+and which servers it replicates from, and hands them to the topology's
+:class:`~consistent.dbapi.roles.SharedRoles`, which names the primary
+(:mod:`consistent.policy.roles`).  A monitor polls its server as the primary or as a replica
+by what the roles say at that poll, so the old primary becomes a replica in the knowledge and
+the new one its primary.
+
 Cost: one connection and one ``SELECT`` per server per interval (0.2 s by default) for each
-process; ``monitor_interval=0`` turns monitoring off (replicas that failed are then tried again
-by reads once their cool-down ends).
+process, two statements more with role discovery; ``monitor_interval=0`` turns monitoring off
+(replicas that failed are then tried again by reads once their cool-down ends, and roles are
+not discovered).
 """
 
 from __future__ import annotations
@@ -37,8 +45,11 @@ from typing import Any, Final
 from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi._pymysql import TrackingConnection
+from consistent.dbapi.roles import SharedRoles
+from consistent.errors import Error
 from consistent.policy import ReplicaKnowledge
 from consistent.policy.deadlines import monitor_poll_timeout
+from consistent.policy.roles import ServerObservation
 
 __all__ = ["MonitorRegistry", "ServerMonitor", "process_monitors"]
 
@@ -67,7 +78,6 @@ class ServerMonitor:
     ) -> None:
         self.address = address
         self.primary = primary
-        self.is_primary = address == primary
         self.interval = interval
         self._options = {k: v for k, v in options.items() if k not in _NOT_FOR_MONITOR}
         self._options["read_timeout"] = monitor_poll_timeout(interval)
@@ -75,7 +85,11 @@ class ServerMonitor:
         self._knowledge = knowledge
         self._flavor = flavor
         self._registry = registry
-        self._statement = flavor.primary_executed if self.is_primary else flavor.replica_executed
+        #: The topologies whose roles this server's observations feed.
+        self.roles: list[SharedRoles] = []
+        #: The roles last read: ``@@read_only`` (``None``: not known) and the sources.
+        self.read_only: bool | None = None
+        self.sources: frozenset[str] | None = None
         self._conn: TrackingConnection | None = None
         self._stop = threading.Event()
         #: The connections this monitor serves (held weakly).
@@ -86,6 +100,13 @@ class ServerMonitor:
         self._thread = threading.Thread(
             target=self._run, name=f"consistent-monitor-{address}", daemon=True
         )
+
+    @property
+    def is_primary(self) -> bool:
+        """Whether this poll reads the server as the primary: what the roles say, or the
+        configured primary without role discovery."""
+        roles = self.roles
+        return self.address == (roles[0].primary if roles else self.primary)
 
     @property
     def alive(self) -> bool:
@@ -118,28 +139,72 @@ class ServerMonitor:
         """One poll: read the server's executed state and tell the knowledge."""
         knowledge = self._knowledge
         started = knowledge.now()
+        roles = list(self.roles)
+        primary = roles[0].primary if roles else self.primary
+        is_primary = self.address == primary
+        flavor = self._flavor
         try:
             conn = self._conn
             if conn is None or not conn.open:
                 conn = self._conn = TrackingConnection(observer=None, **self._options)
-            value = _pymysql.query_value(conn, self._statement)
-            state = self._flavor.parse_executed(value)
+            statement = flavor.primary_executed if is_primary else flavor.replica_executed
+            state = flavor.parse_executed(_pymysql.query_value(conn, statement))
+            if roles:
+                self._read_roles(conn)
         except Exception as exc:
             self._close()
             if self.healthy is not False:
                 logger.warning("monitor: %s is unreachable: %s", self.address, exc)
             self.healthy = False
-            if not self.is_primary:
+            if not is_primary:
                 knowledge.record_failure(self.address)
+            self._tell(roles)
             return
         if self.healthy is False:
             logger.info("monitor: %s answers again", self.address)
         self.healthy = True
         self.polls += 1
-        if self.is_primary:
+        if is_primary:
             knowledge.record_primary_state(self.address, state)
         else:
-            knowledge.record_poll(self.address, state, started=started, primary=self.primary)
+            knowledge.record_poll(self.address, state, started=started, primary=primary)
+        self._tell(roles)
+
+    def _read_roles(self, conn: TrackingConnection) -> None:
+        """Read the server's ``read_only`` state and replication sources; what the server
+        will not say (an error: no privilege to read replication) stays unknown."""
+        flavor = self._flavor.flavor
+        try:
+            _, rows = _pymysql.query_table(conn, flavor.read_only_statement())
+            self.read_only = not flavor.parse_read_only(rows[0] if rows else ()).writable
+        except Error as exc:
+            logger.debug("monitor: %s: read-only state unknown: %s", self.address, exc)
+        except Exception as exc:
+            if not _pymysql.is_server_error(exc):
+                raise
+            logger.debug("monitor: %s: read-only state unknown: %s", self.address, exc)
+        try:
+            columns, rows = _pymysql.query_table(conn, flavor.replication_sources_statement())
+            self.sources = flavor.parse_replication_sources(columns, rows)
+        except Error as exc:
+            logger.debug("monitor: %s: replication sources unknown: %s", self.address, exc)
+        except Exception as exc:
+            if not _pymysql.is_server_error(exc):
+                raise
+            logger.debug("monitor: %s: replication sources unknown: %s", self.address, exc)
+
+    def _tell(self, roles: list[SharedRoles]) -> None:
+        """Hand what the poll learnt of the server's roles to the topologies it belongs to."""
+        if not roles:
+            return
+        observation = ServerObservation(
+            self.address,
+            reachable=bool(self.healthy),
+            read_only=self.read_only,
+            sources=self.sources,
+        )
+        for shared in roles:
+            shared.observe(observation)
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None
@@ -154,6 +219,20 @@ class MonitorRegistry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._monitors: dict[tuple[int, str, str], ServerMonitor] = {}
+        self._roles: dict[tuple[int, frozenset[str]], SharedRoles] = {}
+
+    def roles(
+        self, knowledge: ReplicaKnowledge, primary: str, servers: Sequence[str]
+    ) -> SharedRoles:
+        """The roles of the topology of ``servers`` (all of them, the primary included):
+        those its monitors already learnt, whichever server a connection names as the
+        primary, or new ones that start from ``primary``."""
+        key = (id(knowledge), frozenset(servers))
+        with self._lock:
+            shared = self._roles.get(key)
+            if shared is None:
+                shared = self._roles[key] = SharedRoles(primary, servers)
+            return shared
 
     def attach(
         self,
@@ -164,10 +243,12 @@ class MonitorRegistry:
         replicas: Sequence[tuple[str, dict[str, Any]]],
         *,
         interval: float,
+        roles: SharedRoles | None = None,
     ) -> None:
         """Have the primary and the replicas (each an address and the PyMySQL options that
         reach it) monitored while ``user`` lives or until :meth:`detach`; a monitor already
-        running for a server is shared."""
+        running for a server is shared.  With ``roles``, the monitors read each server's
+        roles for them."""
         started: list[ServerMonitor] = []
         primary_address = primary[0]
         with self._lock:
@@ -187,6 +268,8 @@ class MonitorRegistry:
                     self._monitors[key] = monitor
                     started.append(monitor)
                 monitor.users.add(user)
+                if roles is not None and roles not in monitor.roles:
+                    monitor.roles = [*monitor.roles, roles]
         for monitor in started:
             monitor.start()
 
@@ -220,6 +303,7 @@ class MonitorRegistry:
         """Forget every monitor (in a child after ``fork()``, where their threads are gone)."""
         self._lock = threading.Lock()
         self._monitors = {}
+        self._roles = {}
 
 
 @functools.cache

@@ -300,6 +300,13 @@ class SessionPolicy:
         """The session's replica names."""
         return self._replicas
 
+    @replicas.setter
+    def replicas(self, names: Sequence[str]) -> None:
+        """The session's replicas from now on (role discovery moved the primary)."""
+        if PRIMARY in names:
+            raise ValueError(f"{PRIMARY!r} names the primary, not a replica")
+        self._replicas = tuple(dict.fromkeys(names))
+
     @property
     def knowledge(self) -> ReplicaKnowledge:
         """The process-wide replica knowledge this session reads and feeds."""

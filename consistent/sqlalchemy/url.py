@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 # Our query options and how their text becomes a value for ``consistent.dbapi.connect``.
-_TEXT: Final = frozenset({"level", "on_timeout", "flavor", "tracer_provider"})
+_TEXT: Final = frozenset({"level", "on_timeout", "flavor", "tracer_provider", "on_split_brain"})
 _NUMBERS: Final = frozenset(
     {
         "wait_timeout",
@@ -37,7 +37,7 @@ _NUMBERS: Final = frozenset(
         "monitor_interval",
     }
 )
-_BOOLEANS: Final = frozenset({"autocommit", "retry_reads"})
+_BOOLEANS: Final = frozenset({"autocommit", "retry_reads", "discover_roles"})
 _REPLICAS: Final = frozenset({"replica", "replicas"})
 # Comma-separated lists that may also be repeated.
 _LISTS: Final = frozenset({"read_only_functions"})

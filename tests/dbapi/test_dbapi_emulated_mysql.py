@@ -34,6 +34,10 @@ class Pair:
         self._admin = pymysql.connect(
             host="127.0.0.1", port=replica.port, user="root", autocommit=True
         )
+        with self._admin.cursor() as cur:
+            # A replica, though replicated by hand: role discovery must not take it for a
+            # second primary.
+            cur.execute("SET GLOBAL read_only = 1")
 
     @property
     def replica_name(self) -> str:

@@ -8,8 +8,6 @@ web application's pool does after the proxy closes a session."""
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,17 +15,13 @@ import pymysql
 import pytest
 
 from consistent.testing.mariadb import MariaDBTopology, start_topology
+from consistent.testing.switchover import CLEAN, Workload, wait_for
 from proxy.config import parse
 from proxy.testing import ProxyThread
 
 from .conftest import topology_config
 
 pytestmark = pytest.mark.mariadb
-
-#: Errors a client may see while the primary changes, all of them clean: the old primary
-#: refusing a write (1290, read-only), a connection lost (2013), a server gone (2006), a
-#: server that refuses connections (2003, once it is dead).
-CLEAN = frozenset({1290, 2003, 2006, 2013})
 
 
 @pytest.fixture
@@ -68,78 +62,6 @@ def roles(proxy: ProxyThread) -> dict[str, Any]:
     return dict(status["roles"])
 
 
-def wait_for(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
-class Workload:
-    """Sessions that each write a fresh id and read it back (read_own_writes)."""
-
-    def __init__(
-        self, proxy: ProxyThread, threads: int = 3, *, persistent: bool = False, first_id: int = 1
-    ) -> None:
-        self.proxy = proxy
-        #: Each thread keeps its session (reconnecting only when the session is gone), rather
-        #: than opening one per write-then-read pair.
-        self.persistent = persistent
-        self.stop = threading.Event()
-        self.lock = threading.Lock()
-        self.next_id = first_id - 1
-        self.acknowledged: list[int] = []  # ids whose INSERT returned success
-        self.violations = 0
-        self.seen_wrong: list[tuple[int, object, float]] = []
-        self.errors: list[tuple[int, str]] = []
-        self.oks: list[float] = []  # when each write was acknowledged (monotonic)
-        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(threads)]
-
-    def __enter__(self) -> Workload:
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join(30)
-
-    def _run(self) -> None:
-        conn: Any = None
-        while not self.stop.is_set():
-            with self.lock:
-                self.next_id += 1
-                ident = self.next_id
-            try:
-                if conn is None:
-                    conn = connect(self.proxy)
-                with conn.cursor() as cur:
-                    cur.execute("INSERT INTO t VALUES (%s, %s)", (ident, ident))
-                    with self.lock:
-                        self.acknowledged.append(ident)
-                        self.oks.append(time.monotonic())
-                    cur.execute("SELECT v FROM t WHERE id = %s", (ident,))
-                    got = cur.fetchall()
-                    if got != ((ident,),):
-                        with self.lock:
-                            self.violations += 1
-                            self.seen_wrong.append((ident, got, time.monotonic()))
-            except pymysql.MySQLError as e:
-                code = e.args[0] if e.args and isinstance(e.args[0], int) else -1
-                with self.lock:
-                    self.errors.append((code, str(e)))
-                if code in (2006, 2013) and conn is not None:
-                    conn.close()
-                    conn = None
-                time.sleep(0.01)
-            if not self.persistent and conn is not None:
-                conn.close()
-                conn = None
-        if conn is not None:
-            conn.close()
-
-
 @pytest.mark.parametrize("persistent", [False, True], ids=["session-per-pair", "long-sessions"])
 def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any(
     promotable: MariaDBTopology, proxy: ProxyThread, persistent: bool
@@ -147,7 +69,7 @@ def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any
     old = f"127.0.0.1:{promotable.primary.port}"
     new = f"127.0.0.1:{promotable.replicas[0].port}"
     assert roles(proxy)["primary"] == old
-    with Workload(proxy, persistent=persistent) as work:
+    with Workload(lambda: connect(proxy), persistent=persistent) as work:
         wait_for(lambda: len(work.acknowledged) >= 20)
         promoted_at = promotable.switchover(0)
         wait_for(lambda: any(t > promoted_at for t in work.oks) and roles(proxy)["primary"] == new)
@@ -226,11 +148,11 @@ def test_the_primary_killed_and_a_replica_promoted_takes_the_writes(
     promotable: MariaDBTopology, proxy: ProxyThread
 ) -> None:
     new = f"127.0.0.1:{promotable.replicas[0].port}"
-    with Workload(proxy, persistent=True) as work:
+    with Workload(lambda: connect(proxy), persistent=True) as work:
         wait_for(lambda: len(work.acknowledged) >= 20)
     promotable.wait_for_all()  # what was acknowledged reached the replicas before the crash
     before = list(work.acknowledged)
-    with Workload(proxy, persistent=True, first_id=work.next_id + 1) as work:
+    with Workload(lambda: connect(proxy), persistent=True, first_id=work.next_id + 1) as work:
         wait_for(lambda: len(work.acknowledged) >= 5)
         promotable.primary.process.kill()
         promoted_at = promotable.switchover(0, planned=False)

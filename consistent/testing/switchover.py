@@ -1,0 +1,112 @@
+"""A write-then-read workload for switchover tests, whatever form the sessions take.
+
+Each thread writes a fresh id and reads it back at ``read_own_writes``; it counts every read
+that does not see its own write (a violation), every error by errno, and when each write was
+acknowledged, so that a test can measure the time from a promotion to the first write the new
+primary acknowledged.  ``connect`` opens a session (PyMySQL through the proxy, or the
+DB-API wrapper); the table ``t (id INT, v INT)`` must exist in the session's schema.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pymysql
+
+__all__ = ["CLEAN", "Workload", "wait_for"]
+
+#: Errors a client may see while the primary changes, all of them clean: the old primary
+#: refusing a write (1290, read-only), a connection lost (2013), a server gone (2006), a
+#: server that refuses connections (2003, once it is dead).
+CLEAN = frozenset({1290, 2003, 2006, 2013})
+
+
+def wait_for(check: Callable[[], object], timeout: float = 10.0) -> None:
+    """Poll ``check`` until it is true; ``AssertionError`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+class Workload:
+    """Sessions that each write a fresh id and read it back (see the module docstring)."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        threads: int = 3,
+        *,
+        persistent: bool = False,
+        first_id: int = 1,
+    ) -> None:
+        self.connect = connect
+        #: Each thread keeps its session (reconnecting only when the session is gone), rather
+        #: than opening one per write-then-read pair.
+        self.persistent = persistent
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.next_id = first_id - 1
+        self.acknowledged: list[int] = []  # ids whose INSERT returned success
+        self.violations = 0
+        self.seen_wrong: list[tuple[int, object, float]] = []
+        self.errors: list[tuple[int, str]] = []
+        self.oks: list[float] = []  # when each write was acknowledged (monotonic)
+        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(threads)]
+
+    def __enter__(self) -> Workload:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(30)
+
+    def first_write_after(self, moment: float) -> float:
+        """Seconds from ``moment`` to the first write acknowledged after it."""
+        return min(t for t in self.oks if t > moment) - moment
+
+    def codes(self) -> set[int]:
+        """The errnos the sessions saw."""
+        return {code for code, _ in self.errors}
+
+    def _run(self) -> None:
+        conn: Any = None
+        while not self.stop.is_set():
+            with self.lock:
+                self.next_id += 1
+                ident = self.next_id
+            try:
+                if conn is None:
+                    conn = self.connect()
+                with conn.cursor() as cur:
+                    cur.execute("INSERT INTO t VALUES (%s, %s)", (ident, ident))
+                    with self.lock:
+                        self.acknowledged.append(ident)
+                        self.oks.append(time.monotonic())
+                    cur.execute("SELECT v FROM t WHERE id = %s", (ident,))
+                    got = tuple(tuple(row) for row in cur.fetchall())
+                    if got != ((ident,),):
+                        with self.lock:
+                            self.violations += 1
+                            self.seen_wrong.append((ident, got, time.monotonic()))
+            except pymysql.MySQLError as e:
+                code = e.args[0] if e.args and isinstance(e.args[0], int) else -1
+                with self.lock:
+                    self.errors.append((code, str(e)))
+                if code in (2003, 2006, 2013) and conn is not None:
+                    with contextlib.suppress(pymysql.MySQLError):
+                        conn.close()  # closing a lost session may say so again
+                    conn = None
+                time.sleep(0.01)
+            if not self.persistent and conn is not None:
+                conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()

@@ -1,0 +1,262 @@
+"""Role discovery through the DB-API wrapper, on real MariaDB: a planned switchover under a
+write-then-read workload, the primary killed and a replica promoted, an open transaction, and
+split brain (kept and refused).
+
+Each topology is its own (a switchover changes it for good).  The connections name the old
+primary as their primary throughout: only the monitors say where writes go."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import consistent.dbapi as db
+from consistent.dbapi.monitor import process_monitors
+from consistent.dbapi.roles import SharedRoles
+from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
+from consistent.testing.mariadb import MariaDBTopology, start_topology
+from consistent.testing.switchover import CLEAN, Workload, wait_for
+
+pytestmark = pytest.mark.mariadb
+
+
+@pytest.fixture
+def promotable() -> Iterator[MariaDBTopology]:
+    with start_topology(replicas=2, promotable=True) as topology:
+        topology.create_database("sw")
+        topology.primary.query("CREATE TABLE sw.t (id INT NOT NULL, v INT NOT NULL, KEY (id))")
+        topology.wait_for_all()
+        yield topology
+
+
+class Sessions:
+    """Wrapper connections of one process (one knowledge, one acknowledged state), all
+    configured with the topology as it was at the start."""
+
+    def __init__(self, topology: MariaDBTopology, **options: Any) -> None:
+        self.knowledge = ReplicaKnowledge()
+        self.acknowledged = AcknowledgedWrites()
+        self.params: dict[str, Any] = {
+            "primary": f"127.0.0.1:{topology.primary.port}",
+            "replicas": [f"127.0.0.1:{r.port}" for r in topology.replicas],
+            "user": topology.app_user,
+            "password": topology.app_password,
+            "database": "sw",
+            "monitor_interval": 0.05,
+            "connect_timeout": 2,
+            "read_timeout": 10,
+            "knowledge": self.knowledge,
+            "acknowledged": self.acknowledged,
+            **options,
+        }
+        self.servers = [self.params["primary"], *self.params["replicas"]]
+        # The monitors start with the first connection, which this one keeps running.
+        self.keeper = self.connect()
+
+    def connect(self) -> db.Connection:
+        return db.connect(**self.params)
+
+    @property
+    def roles(self) -> SharedRoles:
+        return process_monitors().roles(self.knowledge, self.servers[0], self.servers)
+
+    def close(self) -> None:
+        with contextlib.suppress(db.Error):
+            self.keeper.close()
+
+
+@pytest.fixture
+def sessions(promotable: MariaDBTopology) -> Iterator[Sessions]:
+    opened = Sessions(promotable)
+    yield opened
+    opened.close()
+
+
+def address(server: Any) -> str:
+    return f"127.0.0.1:{server.port}"
+
+
+def primary_port(conn: db.Connection) -> int:
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@port FROM DUAL FOR UPDATE")
+        return int(cur.fetchall()[0][0])
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["session-per-pair", "long-sessions"])
+def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any(
+    promotable: MariaDBTopology, sessions: Sessions, persistent: bool
+) -> None:
+    old, new = address(promotable.primary), address(promotable.replicas[0])
+    wait_for(lambda: sessions.roles.verdict is not None and sessions.roles.primary == old)
+    with Workload(sessions.connect, persistent=persistent) as work:
+        wait_for(lambda: len(work.acknowledged) >= 20)
+        promoted_at = promotable.switchover(0)
+        wait_for(lambda: any(t > promoted_at for t in work.oks) and sessions.roles.primary == new)
+        acknowledged_before = len(work.acknowledged)
+        wait_for(lambda: len(work.acknowledged) >= acknowledged_before + 20)
+    print(
+        f"wrapper switchover ({'long sessions' if persistent else 'a session per pair'}): "
+        f"first write acknowledged {work.first_write_after(promoted_at) * 1e3:.0f} ms after "
+        f"the promotion; {len(work.acknowledged)} writes, {len(work.errors)} errors "
+        f"({sorted(work.codes())}), {work.violations} violations"
+    )
+    assert work.violations == 0, work.seen_wrong[:3]
+    assert work.codes() <= CLEAN, work.errors[:5]
+    roles = sessions.roles
+    assert (roles.primary, roles.changes, roles.split_brain) == (new, 1, False)
+    promotable.wait_for_all()
+    rows = promotable.primary.query("SELECT id, COUNT(*) AS n FROM sw.t GROUP BY id")
+    counts = {int(r["id"]): int(r["n"]) for r in rows}
+    assert all(counts.get(ident) == 1 for ident in work.acknowledged)
+    assert max(counts.values()) == 1
+    # The connection opened before the switchover follows it too, and the old primary is
+    # one of its replicas now.
+    assert primary_port(sessions.keeper) == promotable.primary.port
+    assert address(promotable.replicas[-1]) == old
+    assert old in sessions.keeper.replicas
+
+
+def test_a_session_keeps_its_state_and_token_when_it_follows_the_primary(
+    promotable: MariaDBTopology, sessions: Sessions
+) -> None:
+    conn = sessions.connect()
+    pinned = sessions.connect()
+    with conn.cursor() as cur, pinned.cursor() as other:
+        cur.execute("SET SESSION group_concat_max_len = 4242")
+        cur.execute("INSERT INTO t VALUES (700, 700)")
+        other.execute("SET @mark = 42")  # a user variable: only the old primary has it
+    token = conn.token
+    promotable.switchover(0)
+    wait_for(lambda: sessions.roles.primary == address(promotable.primary))
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@group_concat_max_len FROM DUAL FOR UPDATE")  # the new primary
+        assert cur.fetchall() == ((4242,),)
+        cur.execute("INSERT INTO t VALUES (701, 701)")
+        cur.execute("SELECT v FROM t WHERE id IN (700, 701) ORDER BY id")
+        assert cur.fetchall() == ((700,), (701,))
+    assert primary_port(conn) == promotable.primary.port
+    # The token grew from the old one: the new primary's GTID continues the same domain.
+    assert conn.token != token
+    conn.close()
+    with pinned.cursor() as other, pytest.raises(db.OperationalError) as lost:
+        other.execute("SELECT @mark")
+    assert lost.value.args[0] == 2013
+    assert "user_variable" in str(lost.value)
+    pinned.close()
+
+
+def test_a_transaction_open_on_the_old_primary_fails_at_its_next_statement(
+    promotable: MariaDBTopology, sessions: Sessions
+) -> None:
+    conn = sessions.connect()
+    with conn.cursor() as cur:
+        conn.begin()
+        cur.execute("INSERT INTO t VALUES (900, 900)")
+        promotable.primary.query("SET GLOBAL read_only = 1")  # as a switchover starts
+        promotable.switchover(0)
+        wait_for(lambda: sessions.roles.primary == address(promotable.primary))
+        with pytest.raises(db.OperationalError) as lost:
+            cur.execute("INSERT INTO t VALUES (901, 901)")
+        assert lost.value.args[0] == 2013
+        assert "a transaction" in str(lost.value)
+        with pytest.raises(db.OperationalError):
+            cur.execute("SELECT 1")  # the session stays lost
+    promotable.wait_for_all()
+    for server in promotable.servers:
+        rows = server.query("SELECT COUNT(*) AS n FROM sw.t WHERE id IN (900, 901)")
+        assert rows[0]["n"] == 0  # nothing was re-sent
+    with pytest.warns(DeprecationWarning, match="reconnect"):
+        conn.ping(reconnect=True)  # a fresh session, on the new primary
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO t VALUES (902, 902)")
+    assert primary_port(conn) == promotable.primary.port
+    conn.close()
+
+
+def test_the_primary_killed_and_a_replica_promoted_takes_the_writes(
+    promotable: MariaDBTopology, sessions: Sessions
+) -> None:
+    new = address(promotable.replicas[0])
+    with Workload(sessions.connect, persistent=True) as work:
+        wait_for(lambda: len(work.acknowledged) >= 20)
+    promotable.wait_for_all()
+    before = list(work.acknowledged)
+    with Workload(sessions.connect, persistent=True, first_id=work.next_id + 1) as work:
+        wait_for(lambda: len(work.acknowledged) >= 5)
+        promotable.primary.process.kill()
+        promoted_at = promotable.switchover(0, planned=False)
+        wait_for(lambda: any(t > promoted_at for t in work.oks) and sessions.roles.primary == new)
+        acknowledged = len(work.acknowledged)
+        wait_for(lambda: len(work.acknowledged) >= acknowledged + 20)
+    print(
+        f"wrapper failover: first write acknowledged "
+        f"{work.first_write_after(promoted_at) * 1e3:.0f} ms after the promotion; "
+        f"{len(work.errors)} errors ({sorted(work.codes())}), {work.violations} violations"
+    )
+    assert work.violations == 0, work.seen_wrong[:3]
+    assert work.codes() <= CLEAN, work.errors[:5]
+    promotable.wait_for_all()
+    rows = promotable.primary.query("SELECT id, COUNT(*) AS n FROM sw.t GROUP BY id")
+    counts = {int(r["id"]): int(r["n"]) for r in rows}
+    assert max(counts.values()) == 1
+    assert all(counts.get(ident) == 1 for ident in before)
+    after = [i for i in work.acknowledged if i > max(before)]
+    assert after
+    assert all(counts.get(ident) == 1 for ident in after[-20:])
+
+
+def make_rogue(topology: MariaDBTopology) -> Any:
+    rogue = topology.replicas[1]
+    with contextlib.closing(rogue.admin()) as conn, conn.cursor() as cursor:
+        cursor.execute("STOP SLAVE")
+        cursor.execute("RESET SLAVE ALL")
+        cursor.execute("SET GLOBAL read_only = 0")
+    return rogue
+
+
+def test_two_writable_servers_are_split_brain_and_writes_stay_on_the_known_primary(
+    promotable: MariaDBTopology, sessions: Sessions
+) -> None:
+    primary = address(promotable.primary)
+    wait_for(lambda: sessions.roles.verdict is not None)
+    rogue = make_rogue(promotable)
+    wait_for(lambda: sessions.roles.split_brain)
+    assert sessions.roles.primary == primary
+    assert sessions.roles.verdict is not None
+    assert sorted(sessions.roles.verdict.writable) == sorted([primary, address(rogue)])
+    conn = sessions.connect()
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO t VALUES (800, 800)")  # keep: the known primary takes it
+    assert primary_port(conn) == promotable.primary.port
+    rogue.query("SET GLOBAL read_only = 1")
+    wait_for(lambda: not sessions.roles.split_brain)
+    assert sessions.roles.changes == 0
+    conn.close()
+
+
+def test_on_split_brain_refuse_sends_nothing_to_the_primary_until_it_resolves(
+    promotable: MariaDBTopology,
+) -> None:
+    refusing = Sessions(promotable, on_split_brain="refuse")
+    try:
+        wait_for(lambda: refusing.roles.verdict is not None)
+        conn = refusing.connect()
+        rogue = make_rogue(promotable)
+        wait_for(lambda: refusing.roles.split_brain)
+        with conn.cursor() as cur:
+            with pytest.raises(db.OperationalError) as refused:
+                cur.execute("INSERT INTO t VALUES (810, 810)")
+            assert refused.value.args[0] == 1290
+            assert "split brain" in str(refused.value)
+            rogue.query("SET GLOBAL read_only = 1")
+            wait_for(lambda: not refusing.roles.split_brain)
+            cur.execute("INSERT INTO t VALUES (811, 811)")
+        for server in promotable.servers:
+            rows = server.query("SELECT COUNT(*) AS n FROM sw.t WHERE id = 810")
+            assert rows[0]["n"] == 0
+        conn.close()
+    finally:
+        refusing.close()
