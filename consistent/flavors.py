@@ -43,7 +43,7 @@ from consistent.errors import (
     NotSupportedError,
     RemoteProtocolError,
 )
-from consistent.gtid import GtidSet, GtidState, MariaPosition, gtid_tags_in
+from consistent.gtid import GtidSet, GtidState, MariaGtid, MariaPosition, gtid_tags_in
 from consistent.protocol import OkPacket, SessionStateChange
 from consistent.protocol.session_state import (
     MARIADB_GTIDS,
@@ -223,6 +223,24 @@ class Flavor(ABC):
         """The statement listing the server's replication channels (one row per channel)."""
         return "SHOW REPLICA STATUS"
 
+    # --- GTIDs a failover lost -----------------------------------------------------------------
+
+    @abstractmethod
+    def history_statement(self) -> str:
+        """``SELECT`` of what a server has of the replication history (one row), for
+        :meth:`missing_gtids`."""
+
+    @abstractmethod
+    def missing_gtids(self, required: GtidState, row: Sequence[object]) -> str | None:
+        """The GTIDs of ``required`` that the server whose :meth:`history_statement` answered
+        ``row`` never had (their text), or ``None``: what a failover to that server lost."""
+
+    def diverged(self, executed: GtidState, row: Sequence[object]) -> str | None:
+        """The GTIDs a replica executed (``executed``) that the primary whose
+        :meth:`history_statement` answered ``row`` never had, when they make the replica's
+        state say it has what it has not (``None``: it cannot mislead)."""
+        return None
+
     def parse_replication_sources(
         self, columns: Sequence[str], rows: Sequence[Sequence[object]]
     ) -> frozenset[str]:
@@ -346,6 +364,16 @@ class MySQLFlavor(Flavor):
     def read_only_statement(self) -> str:
         return "SELECT @@GLOBAL.read_only, @@GLOBAL.super_read_only"
 
+    def history_statement(self) -> str:
+        return "SELECT @@GLOBAL.gtid_executed"
+
+    def missing_gtids(self, required: GtidState, row: Sequence[object]) -> str | None:
+        """GTID sets are exact: what ``required`` holds beyond ``gtid_executed``."""
+        if not isinstance(required, GtidSet) or not row:
+            return None
+        missing = required.difference(self.parse_state(_text(row[0]).strip()))
+        return None if missing.is_empty() else str(missing)
+
 
 @dataclass(frozen=True, repr=False)
 class MariaDBFlavor(Flavor):
@@ -433,6 +461,51 @@ class MariaDBFlavor(Flavor):
 
     def read_only_statement(self) -> str:
         return "SELECT @@GLOBAL.read_only"
+
+    def history_statement(self) -> str:
+        # https://mariadb.com/kb/en/gtid/#gtid_binlog_state: the last GTID of every
+        # (domain, server id) in the binary logs; gtid_slave_pos: the last one applied by
+        # replication per domain (without log_slave_updates the binary logs lack those).
+        return "SELECT @@GLOBAL.gtid_binlog_state, @@GLOBAL.gtid_slave_pos, @@GLOBAL.server_id"
+
+    def missing_gtids(self, required: GtidState, row: Sequence[object]) -> str | None:
+        """A position compares sequence numbers per domain, so a new primary that writes on
+        in a domain "covers" the GTIDs its old primary acknowledged and it never received.
+        The server ids tell them apart: ``d-s-n`` is missing when the server's last GTID from
+        server ``s`` in domain ``d`` is below ``n``; when it has none from ``s``, when its
+        replicated position in ``d`` is below ``n`` (the history it shares with ``s``).  Its
+        own GTIDs (the third column, its server id) it has by definition."""
+        if not isinstance(required, MariaPosition) or not row:
+            return None
+        own = int(_text(row[2])) if len(row) > 2 and _text(row[2]).isdigit() else None
+        last: dict[tuple[int, int], int] = {}
+        replicated: dict[int, int] = {}
+        for index, value in enumerate(row[:2]):
+            for item in _text(value).split(","):
+                if not item.strip():
+                    continue
+                gtid = MariaGtid.parse(item.strip())
+                key = (gtid.domain, gtid.server_id)
+                last[key] = max(last.get(key, -1), gtid.seq_no)
+                if index == 1:
+                    replicated[gtid.domain] = gtid.seq_no
+        missing = []
+        for gtid in required:
+            if gtid.server_id == own:
+                continue
+            have = last.get((gtid.domain, gtid.server_id))
+            if have is None:
+                have = replicated.get(gtid.domain, -1)
+            if have < gtid.seq_no:
+                missing.append(str(gtid))
+        return ",".join(missing) or None
+
+    def diverged(self, executed: GtidState, row: Sequence[object]) -> str | None:
+        """A replica that applied GTIDs its new primary never had (its old primary's last
+        writes, lost by the failover) is on another history: its position compares sequence
+        numbers, so it would pass for having the new primary's GTIDs of the same numbers, and
+        ``MASTER_GTID_WAIT`` would return at once."""
+        return self.missing_gtids(executed, row)
 
     def replication_sources_statement(self) -> str:
         # https://mariadb.com/kb/en/show-replica-status/ (every named connection)

@@ -134,6 +134,10 @@ ROUTE_TRIED: Final = "consistent.route.tried"
 #: The proxy with multiplexing: why the session keeps its backend connection after the
 #: statement instead of giving it back to the pool (pin reasons, comma-separated).
 POOL_PIN_REASON: Final = "consistent.pool.pin_reason"
+#: GTIDs the session required that the primary it follows never had: a failover lost them
+#: (``covers`` on MariaDB compares sequence numbers, so a replica may still pass for having
+#: them).  Set on every statement of the session until its token is reset.
+GTID_LOST: Final = "consistent.gtid.lost"
 #: The session's required set when the statement was routed.
 GTID_REQUIRED: Final = "consistent.gtid.required"
 #: ``read_all_writes`` reads: the part of the required set that is the session's own (what the
@@ -469,6 +473,9 @@ STATEMENT_ATTRIBUTES: Final = (
         AttrType.STRING,
         "proxy: why the session keeps its pooled backend connection, comma-separated",
     ),
+    AttributeSpec(
+        GTID_LOST, AttrType.STRING, "required GTIDs a failover lost (the new primary lacks them)"
+    ),
     *_gtid_attribute(GTID_REQUIRED, "the session's required set"),
     *_gtid_attribute(GTID_REQUIRED_OWN, "read_all_writes: the session's own GTIDs and tokens"),
     *_gtid_attribute(GTID_REQUIRED_SEEN, "read_all_writes: what the session's reads saw"),
@@ -577,6 +584,7 @@ METRIC_READS: Final = "consistent.reads"
 METRIC_WAITS: Final = "consistent.waits"
 METRIC_FALLBACKS: Final = "consistent.fallbacks"
 METRIC_PINNED_SESSIONS: Final = "consistent.pinned_sessions"
+METRIC_LOST_GTID_STATEMENTS: Final = "consistent.gtid.lost_statements"
 METRIC_WAIT_DURATION: Final = "consistent.wait.duration"
 METRIC_STATEMENT_DURATION: Final = "consistent.statement.duration"
 METRIC_REPLICA_LAG: Final = "consistent.replica.lag"
@@ -605,6 +613,13 @@ METRICS: Final = (
         "{session}",
         "sessions pinned to the primary, counted once per session and pin reason",
         (ROUTE_PINNED_REASON,),
+    ),
+    MetricSpec(
+        METRIC_LOST_GTID_STATEMENTS,
+        Instrument.COUNTER,
+        "{statement}",
+        "statements of sessions that required GTIDs a failover lost (see consistent.gtid.lost)",
+        (ROUTE_ROLE,),
     ),
     MetricSpec(
         METRIC_WAIT_DURATION,

@@ -405,6 +405,8 @@ class BackendServer:
         self.connects = 0
         self.connect_failures = 0
         self.monitor: HealthMonitor | None = None
+        #: Why nothing may go to this server now (split brain, ``on_split_brain = "refuse"``).
+        self.refusing: str | None = None
         self.monitor_task: asyncio.Task[None] | None = None
 
     def _closed(self, _conn: BackendConnection) -> None:

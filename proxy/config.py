@@ -42,6 +42,8 @@ Example (every key but ``backends.primary`` and one user is optional)::
     monitor_interval_ms = 200        # health, executed-state and lag polling
     discover_roles = true            # the primary is the server that says it is (read_only off,
                                      # replicating from none); false: as configured
+    on_split_brain = "keep"          # two servers accept writes: keep writing to the last known
+                                     # primary, or "refuse" (1290) until it resolves
     connect_timeout = 5.0            # opening a connection, greeting and login included
     replica_read_timeout = 5.0       # a replica silent this long: the read goes elsewhere once
     read_timeout = 30.0              # the primary silent this long: the client gets 2013
@@ -87,6 +89,7 @@ from consistent.policy.deadlines import (
     DEFAULT_WRITE_TIMEOUT,
     Deadlines,
 )
+from consistent.policy.roles import OnSplitBrain
 from consistent.protocol import CACHING_SHA2_PASSWORD, MYSQL_NATIVE_PASSWORD
 
 __all__ = [
@@ -191,6 +194,9 @@ class BackendsConfig:
     #: Learn which server is the primary from the servers (``read_only``, replication);
     #: False: the configured roles are the truth.
     discover_roles: bool = True
+    #: Two servers accept writes: ``keep`` sending writes to the last known primary, or
+    #: ``refuse`` them (1290) until the split brain resolves.
+    on_split_brain: OnSplitBrain = OnSplitBrain.KEEP
 
     @property
     def replica_names(self) -> tuple[str, ...]:
@@ -316,6 +322,7 @@ _BACKEND_KEYS: Final = frozenset(
         "read_timeout",
         "write_timeout",
         "discover_roles",
+        "on_split_brain",
     }
 )
 _USER_KEYS: Final = frozenset(
@@ -417,7 +424,15 @@ def _backends(data: Mapping[str, Any], base: Path | None) -> BackendsConfig:
         tls_verify=_flag(b.get("tls_verify", True), "backends.tls_verify"),
         deadlines=_deadlines(b),
         discover_roles=_flag(b.get("discover_roles", True), "backends.discover_roles"),
+        on_split_brain=_split_brain(b.get("on_split_brain", "keep")),
     )
+
+
+def _split_brain(value: object) -> OnSplitBrain:
+    try:
+        return OnSplitBrain.parse(_text(value, "backends.on_split_brain"))
+    except InterfaceError as e:
+        raise ConfigError(f"backends.on_split_brain: {e.args[-1]}") from None
 
 
 def _deadlines(b: Mapping[str, Any]) -> Deadlines:

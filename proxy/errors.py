@@ -32,6 +32,11 @@ class BackendUnavailable(Error):
         self.login_error = login_error
 
 
+class WritesRefused(BackendUnavailable):
+    """Nothing goes to the primary while two servers accept writes (``on_split_brain =
+    "refuse"``); the client gets 1290, as from a read-only server."""
+
+
 class PoolExhausted(BackendUnavailable):
     """Every connection of a pool was in use for the whole wait (the client gets 1040)."""
 

@@ -35,7 +35,12 @@ from consistent.classify import FunctionRules
 from consistent.errnos import ER
 from consistent.flavors import Flavor, ServerRole, detect_flavor, flavor_by_name
 from consistent.policy import PRIMARY, AcknowledgedWrites, ReplicaKnowledge, format_token
-from consistent.policy.roles import RoleVerdict, ServerObservation, discover_roles
+from consistent.policy.roles import (
+    OnSplitBrain,
+    RoleVerdict,
+    ServerObservation,
+    discover_roles,
+)
 from consistent.protocol import Capability, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
 from consistent.telemetry.appspans import provider_telemetry
@@ -378,10 +383,20 @@ class ProxyServer:
                     sources=m.sources,
                 )
             )
-        current = self._servers[PRIMARY].address.name
+        primary = self._servers[PRIMARY]
+        current = primary.address.name
         verdict = discover_roles(seen, current)
         self._report_split_brain(verdict)
         self.roles = verdict
+        refuse = verdict.split_brain and (
+            self._config.backends.on_split_brain is OnSplitBrain.REFUSE
+        )
+        primary.refusing = (
+            f"split brain: {', '.join(verdict.writable)} all accept writes; nothing goes to "
+            "the primary until one of them is read-only again (on_split_brain = refuse)"
+            if refuse
+            else None
+        )
         if verdict.primary != current:
             self._switch_primary(verdict.primary)
 
@@ -717,6 +732,8 @@ class ProxyServer:
             "primary": self._servers[PRIMARY].address.name,
             "writable": list(verdict.writable) if verdict is not None else None,
             "split_brain": self._metrics.split_brain,
+            "on_split_brain": str(self._config.backends.on_split_brain),
+            "refusing_writes": self._servers[PRIMARY].refusing is not None,
             "primary_changes": self._metrics.primary_changes,
         }
 

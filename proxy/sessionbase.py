@@ -42,7 +42,7 @@ from consistent.telemetry import NOOP_SPAN, StatementSpan, Telemetry
 from proxy.backends import BackendConnection, BackendServer, BackendUnavailable, Credentials
 from proxy.clientlogin import Authenticator
 from proxy.config import ProxyConfig
-from proxy.errors import PoolExhausted
+from proxy.errors import PoolExhausted, WritesRefused
 from proxy.metrics import ProxyMetrics
 from proxy.pool import ConnectionPool, pin_reasons
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay
@@ -597,6 +597,9 @@ class SessionBase:
     def _unavailable(self, e: BackendUnavailable) -> None:
         if isinstance(e, PoolExhausted):
             self._reply_err(ER.CON_COUNT_ERROR, "08004", e.reason, self._reply_seq)
+            return
+        if isinstance(e, WritesRefused):
+            self._reply_err(ER.OPTION_PREVENTS_STATEMENT, "HY000", e.reason, self._reply_seq)
             return
         login = e.login_error
         if login is not None and login.errno is not None:

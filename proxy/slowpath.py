@@ -36,6 +36,7 @@ from consistent.protocol.constants import Capability
 from proxy.backends import BackendConnection, BackendUnavailable, Credentials
 from proxy.clientio import ClientInput
 from proxy.clientlogin import AccessDenied
+from proxy.errors import WritesRefused
 from proxy.handshake import BACKEND_CAPABILITIES, MIRRORED_CAPABILITIES
 from proxy.pool import ConnectionPool, Fit, charset_names
 from proxy.relay import ResponseKind
@@ -76,6 +77,8 @@ class SlowPath(ClientInput):
             want = self.policy.tracking
             if conn.tracking is not want and not self.policy.in_transaction:
                 return None
+            if self._servers[PRIMARY].refusing is not None:
+                return None  # the slow path refuses
             if self._multiplex and conn.applied_seq < self.policy.replay_seq:
                 return None
         elif conn.applied_seq < self.policy.replay_seq:
@@ -198,6 +201,10 @@ class SlowPath(ClientInput):
 
     async def _connect_ready(self, target: str) -> BackendConnection:
         """``target``'s connection, opened if needed and brought to the session's state."""
+        if target == PRIMARY:
+            refusing = self._servers[PRIMARY].refusing
+            if refusing is not None:
+                raise WritesRefused(PRIMARY, refusing)
         conn = self._conns.get(target)
         if (conn is None or conn.closed) and self._multiplex:
             if self._broken is not None:

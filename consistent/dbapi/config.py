@@ -43,7 +43,6 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from consistent.classify import read_only_function_names
 from consistent.dbapi._pymysql import PYMYSQL_OPTIONS
-from consistent.dbapi.roles import OnSplitBrain
 from consistent.errors import InterfaceError, ProgrammingError
 from consistent.hostport import DEFAULT_PORT, split_host_port
 from consistent.policy import Level, OnTimeout, PolicyConfig
@@ -55,6 +54,7 @@ from consistent.policy.deadlines import (
     Deadlines,
     parse_deadline,
 )
+from consistent.policy.roles import OnSplitBrain
 from consistent.policy.states import FlavorName
 
 __all__ = [

@@ -9,7 +9,8 @@ it and adds the methods that talk to the servers, blocking or awaited.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from consistent import errors
@@ -20,6 +21,8 @@ from consistent.dbapi.monitor import process_monitors
 from consistent.policy import PRIMARY, process_knowledge
 
 __all__ = ["ConnectionBase"]
+
+logger = logging.getLogger(__name__)
 
 
 class _ServerLink(Link, Protocol):
@@ -186,8 +189,35 @@ class ConnectionBase(SessionCore):
         """Before a statement: when the monitors found another primary, move the session
         there (see :meth:`_move_primary`)."""
         roles = self._roles
-        if roles is not None and roles.primary != self._config.primary.name:
+        if roles is None:
+            return
+        if roles.primary != self._config.primary.name:
             self._move_primary(roles.primary)
+        history = roles.history
+        if history is not self._history and history is not None:
+            self._history = history
+            if history[0] == self._config.primary.name:
+                self._check_lost(history[0], history[1])
+        if self._lost_gtids is not None:
+            self._span.lost(self._lost_gtids)
+
+    def _check_lost(self, primary: str, row: Sequence[object]) -> None:
+        """Compare what the session requires with what its new primary ever had: GTIDs it
+        never had were lost by the failover.  Reads are not refused (no server will ever have
+        them: the session would fail for good); every statement's span says which GTIDs are
+        missing, and the statements are counted, until :meth:`reset_token`."""
+        self._drain()
+        missing = self._flavor.flavor.missing_gtids(self._policy.required, row)
+        if missing is None:
+            return
+        self._lost_gtids = missing
+        logger.error(
+            "the session required %s, which the new primary %s never had: a failover lost "
+            "these writes; its reads no longer see them anywhere (spans say so in "
+            "consistent.gtid.lost until reset_token())",
+            missing,
+            primary,
+        )
 
     def _move_primary(self, address: str) -> None:
         """Make the server at ``address`` the session's primary and the old primary one of

@@ -191,6 +191,10 @@ class SessionCore:
         self._direct = None
         # The topology's roles, as the monitors learn them (None: no role discovery).
         self._roles: SharedRoles | None = None
+        # The history of the primary the session moved to that was last checked, and the
+        # required GTIDs that primary never had (a failover lost them).
+        self._history: object = None
+        self._lost_gtids: str | None = None
         self._policy_or_none: SessionPolicy | None = None
         self._pending: PendingGtids | None = None
         self.last_decision: Decision | None = None
@@ -347,6 +351,7 @@ class SessionCore:
         pool hands this connection to another logical session, which brings its own token."""
         self._drain()
         self._policy.forget_required()
+        self._lost_gtids = None
 
     def get_autocommit(self) -> bool:
         """The session's autocommit mode (before ``connect()``: the one it will ask for)."""

@@ -151,6 +151,8 @@ class ServerMonitor:
             state = flavor.parse_executed(_pymysql.query_value(conn, statement))
             if roles:
                 self._read_roles(conn)
+                if is_primary:
+                    self._read_history(conn, roles)
         except Exception as exc:
             self._close()
             if self.healthy is not False:
@@ -166,8 +168,10 @@ class ServerMonitor:
         self.polls += 1
         if is_primary:
             knowledge.record_primary_state(self.address, state)
-        else:
+        elif all(shared.trusts(self.address, state, flavor.flavor) for shared in roles):
             knowledge.record_poll(self.address, state, started=started, primary=primary)
+        else:
+            knowledge.record_failure(self.address)  # not to be read from (see trusts)
         self._tell(roles)
 
     def _read_roles(self, conn: TrackingConnection) -> None:
@@ -192,6 +196,17 @@ class ServerMonitor:
             if not _pymysql.is_server_error(exc):
                 raise
             logger.debug("monitor: %s: replication sources unknown: %s", self.address, exc)
+
+    def _read_history(self, conn: TrackingConnection, roles: list[SharedRoles]) -> None:
+        """Once this server became the primary: what it has of the history, for the
+        sessions to tell whether the change lost GTIDs they required."""
+        wanting = [shared for shared in roles if shared.wants_history(self.address)]
+        if not wanting:
+            return
+        _, rows = _pymysql.query_table(conn, self._flavor.flavor.history_statement())
+        row = rows[0] if rows else ()
+        for shared in wanting:
+            shared.history = (self.address, row)
 
     def _tell(self, roles: list[SharedRoles]) -> None:
         """Hand what the poll learnt of the server's roles to the topologies it belongs to."""
@@ -231,7 +246,7 @@ class MonitorRegistry:
         with self._lock:
             shared = self._roles.get(key)
             if shared is None:
-                shared = self._roles[key] = SharedRoles(primary, servers)
+                shared = self._roles[key] = SharedRoles(primary, servers, knowledge)
             return shared
 
     def attach(

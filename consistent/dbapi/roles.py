@@ -18,39 +18,29 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
-from enum import StrEnum
+from collections.abc import Iterable, Sequence
 
-from consistent.errors import InterfaceError
-from consistent.policy.roles import RoleVerdict, ServerObservation, discover_roles
+from consistent.flavors import Flavor
+from consistent.gtid import GtidState
+from consistent.policy import ReplicaKnowledge
+from consistent.policy.roles import (
+    OnSplitBrain,
+    RoleVerdict,
+    ServerObservation,
+    discover_roles,
+)
 
 __all__ = ["OnSplitBrain", "SharedRoles"]
 
 logger = logging.getLogger(__name__)
 
 
-class OnSplitBrain(StrEnum):
-    """What writes do while two servers accept them."""
-
-    #: Writes keep going to the last known primary (nowhere new).
-    KEEP = "keep"
-    #: Statements for the primary fail (1290) until the split brain resolves.
-    REFUSE = "refuse"
-
-    @classmethod
-    def parse(cls, value: OnSplitBrain | str) -> OnSplitBrain:
-        try:
-            return cls(str(value).strip().lower())
-        except ValueError:
-            raise InterfaceError(
-                f"on_split_brain must be 'keep' or 'refuse', not {value!r}"
-            ) from None
-
-
 class SharedRoles:
     """The roles of one topology's servers, from their monitors' observations."""
 
-    def __init__(self, primary: str, servers: Iterable[str]) -> None:
+    def __init__(
+        self, primary: str, servers: Iterable[str], knowledge: ReplicaKnowledge | None = None
+    ) -> None:
         #: The server writes go to (``host:port``).
         self.primary = primary
         #: The servers of the topology.
@@ -61,7 +51,13 @@ class SharedRoles:
         self.changes = 0
         #: The last verdict (``None`` before the first observation).
         self.verdict: RoleVerdict | None = None
+        #: After the primary changed: the new primary's address and its answer to the
+        #: flavour's ``history_statement`` (read once by its monitor), from which each
+        #: session tells whether the failover lost GTIDs it required.
+        self.history: tuple[str, Sequence[object]] | None = None
         self._seen: dict[str, ServerObservation] = {}
+        self._knowledge = knowledge
+        self._diverged: set[str] = set()
         self._lock = threading.Lock()
 
     def observe(self, observation: ServerObservation) -> None:
@@ -88,7 +84,51 @@ class SharedRoles:
                     verdict.primary,
                     current,
                 )
+                self.history = None
                 self.primary = verdict.primary
+                self._suspend_replicas()
+
+    def _suspend_replicas(self) -> None:
+        """After the primary changed, no replica serves a read until its monitor compared it
+        with the new primary's history (:meth:`trusts`): what the knowledge held of them
+        is forgotten (a replica that kept the old primary's lost writes would pass for
+        having the new primary's writes of the same sequence numbers)."""
+        knowledge = self._knowledge
+        if knowledge is None:
+            return
+        for name in self.servers - {self.primary}:
+            knowledge.record_failure(name)
+
+    def trusts(self, replica: str, executed: GtidState, flavor: Flavor) -> bool:
+        """Whether a replica's poll (its executed state) may feed the knowledge: always
+        before any change of primary; after one, once the new primary's history is known
+        and the replica holds nothing that history lacks.  A replica that does has
+        diverged: it is logged, and stays out of the reads."""
+        if self.changes == 0:
+            return True
+        history = self.history
+        if history is None:
+            return False
+        diverged = flavor.diverged(executed, history[1])
+        if diverged is None:
+            self._diverged.discard(replica)
+            return True
+        if replica not in self._diverged:
+            self._diverged.add(replica)
+            logger.error(
+                "replica %s executed %s, which the primary %s never had (the old primary's "
+                "writes, lost by the failover): it is on another history and serves no "
+                "reads until it is rebuilt",
+                replica,
+                diverged,
+                history[0],
+            )
+        return False
+
+    def wants_history(self, address: str) -> bool:
+        """Whether the monitor of ``address`` is to read its history: it became the primary
+        and nobody read it since."""
+        return self.changes > 0 and self.history is None and address == self.primary
 
     def _report_split_brain(self, verdict: RoleVerdict) -> None:
         if verdict.split_brain and not self.split_brain:

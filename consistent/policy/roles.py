@@ -25,8 +25,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 
-__all__ = ["RoleVerdict", "ServerObservation", "discover_roles"]
+from consistent.errors import InterfaceError
+
+__all__ = ["OnSplitBrain", "RoleVerdict", "ServerObservation", "discover_roles"]
+
+
+class OnSplitBrain(StrEnum):
+    """What writes do while two servers accept them."""
+
+    #: Writes keep going to the last known primary (nowhere new).
+    KEEP = "keep"
+    #: Statements for the primary fail (1290) until the split brain resolves.
+    REFUSE = "refuse"
+
+    @classmethod
+    def parse(cls, value: OnSplitBrain | str) -> OnSplitBrain:
+        try:
+            return cls(str(value).strip().lower())
+        except ValueError:
+            raise InterfaceError(
+                f"on_split_brain must be 'keep' or 'refuse', not {value!r}"
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)

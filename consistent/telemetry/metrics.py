@@ -21,6 +21,7 @@ from consistent.trace import (
     LAG_REPLICA,
     LAG_SECONDS_BEHIND_MASTER,
     METRIC_FALLBACKS,
+    METRIC_LOST_GTID_STATEMENTS,
     METRIC_PINNED_SESSIONS,
     METRIC_READS,
     METRIC_REPLICA_LAG,
@@ -69,6 +70,8 @@ class StatementFacts(NamedTuple):
     #: Set when the statement was routed because the session is pinned, and this session had
     #: not been seen pinned for this reason before.
     new_pin: str | None
+    #: The session required GTIDs a failover lost.
+    lost: bool = False
 
 
 def _spec(name: str) -> MetricSpec:
@@ -92,6 +95,7 @@ class RoutingMetrics:
         self._waits = meter.create_counter(**describe(METRIC_WAITS))
         self._fallbacks = meter.create_counter(**describe(METRIC_FALLBACKS))
         self._pinned = meter.create_counter(**describe(METRIC_PINNED_SESSIONS))
+        self._lost = meter.create_counter(**describe(METRIC_LOST_GTID_STATEMENTS))
         self._wait_duration = meter.create_histogram(
             **describe(METRIC_WAIT_DURATION), explicit_bucket_boundaries_advisory=DURATION_BUCKETS
         )
@@ -115,6 +119,8 @@ class RoutingMetrics:
             self._fallbacks.add(1, {ROUTE_REASON: facts.reason, ROUTE_DETAIL: facts.detail or ""})
         if facts.new_pin is not None:
             self._pinned.add(1, {ROUTE_PINNED_REASON: facts.new_pin})
+        if facts.lost:
+            self._lost.add(1, {ROUTE_ROLE: facts.role})
 
     def record_span(self, record: SpanRecord) -> None:
         """A record emitted as such: a lag sample sets its replica's lag gauge."""

@@ -67,6 +67,7 @@ from consistent.telemetry.spanattrs import (
     wait_part,
 )
 from consistent.trace import (
+    GTID_LOST,
     GTID_REQUIRED,
     GTID_REQUIRED_ACKNOWLEDGED,
     GTID_REQUIRED_OWN,
@@ -158,6 +159,10 @@ class StatementSpan:
     def pin(self, reasons: str) -> None:
         """The proxy keeps the session's pooled backend connection after the statement, for
         ``reasons`` (comma-separated pin reasons)."""
+
+    def lost(self, gtids: str) -> None:
+        """The session required ``gtids``, which the primary it follows never had (a
+        failover lost them)."""
 
 
 #: The shared span of the disabled path.
@@ -450,6 +455,7 @@ class _RecordingSpan(StatementSpan):
         "_decision",
         "_end",
         "_error",
+        "_lost",
         "_namespace",
         "_parent",
         "_pin",
@@ -479,6 +485,7 @@ class _RecordingSpan(StatementSpan):
         self._namespace = tracer.namespace
         self._view = tracer.where
         self._pin: str | None = None
+        self._lost: str | None = None
         self._end = 0
         self._start = _time_ns()
 
@@ -519,6 +526,9 @@ class _RecordingSpan(StatementSpan):
 
     def pin(self, reasons: str) -> None:
         self._pin = reasons
+
+    def lost(self, gtids: str) -> None:
+        self._lost = gtids
 
     # ------------------------------------------------------------------ exporter threads
 
@@ -566,6 +576,7 @@ class _RecordingSpan(StatementSpan):
             wait_seconds=wait[3] / 1e9 if wait is not None else 0.0,
             duration_seconds=(self._end - self._start) / 1e9,
             new_pin=new_pin,
+            lost=self._lost is not None,
         )
 
     def observe(self, metrics: RoutingMetrics) -> None:
@@ -578,7 +589,10 @@ class _RecordingSpan(StatementSpan):
         decision = self._decision
         wait = self._wait
         if decision is None and wait is None:
-            return tracer.plain_parts(self._sql, self._route, self._view)
+            plain = tracer.plain_parts(self._sql, self._route, self._view)
+            if self._lost is None:
+                return plain
+            return [*plain, part({GTID_LOST: self._lost})]
         config = tracer.config
         parts = [tracer.session_part]
         known = None
@@ -618,6 +632,8 @@ class _RecordingSpan(StatementSpan):
                 parts.append(tracer.learned_part(learned))
         if self._pin is not None:
             parts.append(part({POOL_PIN_REASON: self._pin}))
+        if self._lost is not None:
+            parts.append(part({GTID_LOST: self._lost}))
         return parts
 
     def _status(self) -> tuple[StatusCode, str]:
@@ -668,7 +684,7 @@ class _RecordingSpan(StatementSpan):
         ids taken from ``ids`` at ``at`` (see
         :meth:`~consistent.telemetry.exporter.Finished.json_pieces`)."""
         tracer = self._tracer
-        if self._decision is None and self._wait is None:
+        if self._decision is None and self._wait is None and self._lost is None:
             route = self._route
             view = self._view
             found = view.plain.get(self._sql) if route is None else None

@@ -14,9 +14,12 @@ from typing import Any
 import pytest
 
 import consistent.dbapi as db
+from consistent import trace
 from consistent.dbapi.monitor import process_monitors
 from consistent.dbapi.roles import SharedRoles
+from consistent.gtid import MariaPosition
 from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
+from consistent.telemetry import MemoryExporter, Telemetry, TelemetryConfig
 from consistent.testing.mariadb import MariaDBTopology, start_topology
 from consistent.testing.switchover import CLEAN, Workload, wait_for
 
@@ -260,3 +263,60 @@ def test_on_split_brain_refuse_sends_nothing_to_the_primary_until_it_resolves(
         conn.close()
     finally:
         refusing.close()
+
+
+def test_gtids_a_failover_lost_are_named_in_every_span_of_the_sessions_that_required_them(
+    promotable: MariaDBTopology,
+) -> None:
+    memory = MemoryExporter()
+    telemetry = Telemetry(TelemetryConfig(), exporters=[memory])
+    traced = Sessions(promotable, telemetry=telemetry)
+    try:
+        wait_for(lambda: traced.roles.verdict is not None)
+        writer, bystander = traced.connect(), traced.connect()
+        behind = promotable.replicas[0]
+        behind.query("STOP SLAVE")  # it will not get the next write
+        with writer.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (1000, 1000)")
+        lost_gtid = writer.token.removeprefix("mariadb:")
+        promotable.primary.process.kill()  # the write never left the primary
+        promotable.switchover(0, planned=False)
+        wait_for(lambda: traced.roles.history is not None)
+        with bystander.cursor() as cur:  # it required nothing the failover lost
+            cur.execute("INSERT INTO t VALUES (1001, 1001)")
+            cur.execute("SELECT v FROM t WHERE id = 1001")
+            assert cur.fetchall() == ((1001,),)
+        with writer.cursor() as cur:
+            cur.execute("SELECT v FROM t WHERE id = 1000")
+            assert cur.fetchall() == ()  # the write is gone everywhere
+        # By sequence numbers the new primary now "covers" the lost GTID: only the server
+        # ids tell it lacks it.
+        [(position,)] = [
+            tuple(r.values())
+            for r in promotable.primary.query("SELECT @@GLOBAL.gtid_binlog_pos AS p")
+        ]
+        assert MariaPosition.parse(str(position)).covers(MariaPosition.parse(lost_gtid))
+        assert telemetry.flush(10)
+        by_session: dict[object, list[dict[str, object]]] = {}
+        for record in memory.records:
+            by_session.setdefault(record.attributes.get(trace.SESSION_ID), []).append(
+                dict(record.attributes)
+            )
+        writer_spans = by_session[writer.tracer.session_id]
+        assert writer_spans[-1][trace.GTID_LOST] == lost_gtid
+        assert all(trace.GTID_LOST not in span for span in by_session[bystander.tracer.session_id])
+        writer.reset_token()
+        with writer.cursor() as cur:
+            cur.execute("SELECT 1")
+        assert telemetry.flush(10)
+        last = [
+            r
+            for r in memory.records
+            if r.attributes.get(trace.SESSION_ID) == writer.tracer.session_id
+        ][-1]
+        assert trace.GTID_LOST not in last.attributes
+        writer.close()
+        bystander.close()
+    finally:
+        traced.close()
+        telemetry.shutdown()

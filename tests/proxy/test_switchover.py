@@ -170,3 +170,35 @@ def test_the_primary_killed_and_a_replica_promoted_takes_the_writes(
     after = [i for i in work.acknowledged if i > max(before)]
     assert after
     assert all(counts.get(ident) == 1 for ident in after[-20:])
+
+
+def test_on_split_brain_refuse_sends_nothing_to_the_primary_until_it_resolves(
+    promotable: MariaDBTopology,
+) -> None:
+    refusing = ProxyThread(
+        parse(topology_config(promotable, backends={"on_split_brain": "refuse"}))
+    )
+    refusing.start()
+    try:
+        wait_for(lambda: roles(refusing)["writable"] is not None)
+        with contextlib.closing(connect(refusing)) as conn, conn.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (810, 810)")  # the session has a primary link
+            rogue = promotable.replicas[1]
+            with contextlib.closing(rogue.admin()) as admin, admin.cursor() as cursor:
+                cursor.execute("STOP SLAVE")
+                cursor.execute("RESET SLAVE ALL")
+                cursor.execute("SET GLOBAL read_only = 0")
+            wait_for(lambda: roles(refusing)["refusing_writes"] is True)
+            with pytest.raises(pymysql.OperationalError) as refused:
+                cur.execute("INSERT INTO t VALUES (811, 811)")
+            assert refused.value.args[0] == 1290
+            assert "split brain" in refused.value.args[1]
+            cur.execute("SELECT COUNT(*) FROM t")  # reads still go to the replicas
+            rogue.query("SET GLOBAL read_only = 1")
+            wait_for(lambda: roles(refusing)["split_brain"] is False)
+            assert roles(refusing)["refusing_writes"] is False
+            cur.execute("INSERT INTO t VALUES (812, 812)")
+        rows = promotable.primary.query("SELECT id FROM sw.t WHERE id >= 810 ORDER BY id")
+        assert [int(r["id"]) for r in rows] == [810, 812]
+    finally:
+        refusing.stop()
