@@ -55,6 +55,7 @@ from consistent.flavors import Flavor, ServerRole, WriteProtection
 from consistent.gtid import GtidState
 from consistent.policy import PRIMARY, ReplicaKnowledge, Tracking
 from consistent.policy.deadlines import Deadlines, monitor_poll_timeout
+from consistent.policy.roles import SharedRoles
 from consistent.protocol import ServerStatus
 from proxy.config import Address
 from proxy.errors import BackendUnavailable
@@ -562,6 +563,11 @@ class HealthMonitor:
         #: Called after each read of the roles (the server's read-only state and sources):
         #: the proxy's role discovery looks at every monitor then.
         self.on_roles: Callable[[HealthMonitor], None] | None = None
+        #: The topology's roles (role discovery): a replica's poll feeds the knowledge only
+        #: once they trust it, and a new primary reads its history for them.
+        self.roles: SharedRoles | None = None
+        #: Called once the new primary's history is read (see ``roles``).
+        self.on_history: Callable[[HealthMonitor], None] | None = None
         # When the read-only state is next due (the monitor's clock); 0: at the next poll.
         self._read_only_due = 0.0
         #: Seconds between reads of the roles (the read-only state and the sources).
@@ -654,17 +660,37 @@ class HealthMonitor:
         self.healthy = True
         self.last_ok = self._clock()
         self.last_error = None
-        if self.server.role is ServerRole.REPLICA:
+        roles = self.roles
+        if self.server.role is not ServerRole.REPLICA:
+            self._knowledge.record_primary_state(self.primary, state)
+            if roles is not None and roles.wants_history(self.server.address.name):
+                await self._read_history(conn, flavor, roles, timeout)
+        elif roles is None or roles.trusts(self.server.name, state, flavor):
             self._knowledge.record_poll(
                 self.server.name, state, started=started, primary=self.primary
             )
         else:
-            self._knowledge.record_primary_state(self.primary, state)
+            self._knowledge.record_failure(self.server.name)  # not to be read from
         if self._clock() >= self._read_only_due:
             await self._check_read_only(conn, flavor, timeout)
             await self._check_sources(conn, flavor, timeout)
             if self.on_roles is not None:
                 self.on_roles(self)
+
+    async def _read_history(
+        self, conn: BackendConnection, flavor: Flavor, roles: SharedRoles, timeout: float
+    ) -> None:
+        """This server became the primary: what it has of the history, for the sessions to
+        tell whether the change lost GTIDs they required, and for the replicas to be checked
+        against."""
+        result = await conn.query(flavor.history_statement(), timeout)
+        if result.error is not None or not result.rows:
+            reason = result.error.message if result.error is not None else "no row"
+            logger.warning("backend %s: history unknown: %s", self.server.address, reason)
+            return
+        roles.history = (self.server.address.name, tuple(result.rows[0]))
+        if self.on_history is not None:
+            self.on_history(self)
 
     async def _check_read_only(
         self, conn: BackendConnection, flavor: Flavor, timeout: float

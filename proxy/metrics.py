@@ -196,6 +196,11 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
         "Times role discovery found another server to be the primary",
     ),
     MetricSpec(
+        "consistent_proxy_lost_gtid_sessions",
+        "counter",
+        "Sessions that required GTIDs a failover lost (the new primary never had them)",
+    ),
+    MetricSpec(
         "consistent_proxy_split_brain",
         "gauge",
         "1 while two or more servers accept writes and replicate from none of the others",
@@ -315,6 +320,8 @@ class ProxyMetrics:
         self.backend_lost = 0
         #: Role discovery found another primary (see ``proxy.server``).
         self.primary_changes = 0
+        #: Sessions that required GTIDs a failover lost.
+        self.lost_gtid_sessions = 0
         #: Two or more servers accept writes and replicate from none of the others, now.
         self.split_brain = False
         self.retries = 0
@@ -416,6 +423,7 @@ class _Collector(Collector):
             "consistent_proxy_waits": [((o,), n) for o, n in sorted(m.waits.items())],
             "consistent_proxy_pipelined_waits": [((), m.pipelined_waits)],
             "consistent_proxy_primary_changes": [((), m.primary_changes)],
+            "consistent_proxy_lost_gtid_sessions": [((), m.lost_gtid_sessions)],
             "consistent_proxy_split_brain": [((), float(m.split_brain))],
         }
         backends = snapshot.backends

@@ -39,7 +39,7 @@ from consistent.policy.roles import (
     OnSplitBrain,
     RoleVerdict,
     ServerObservation,
-    discover_roles,
+    SharedRoles,
 )
 from consistent.protocol import Capability, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
@@ -178,6 +178,7 @@ class ProxyServer:
         self.reloads = 0
         #: The last verdict of role discovery (``None`` before the monitors have spoken).
         self.roles: RoleVerdict | None = None
+        self._shared_roles: SharedRoles | None = None
 
     # ----------------------------------------------------------------- SessionHost
 
@@ -321,6 +322,12 @@ class ProxyServer:
         servers it no longer names (sessions in flight keep their server objects)."""
         b = config.backends
         wanted = {PRIMARY: b.primary, **{a.name: a for a in b.replicas}}
+        addresses = frozenset(a.name for a in wanted.values())
+        shared = self._shared_roles
+        if b.discover_roles and (shared is None or shared.servers != addresses):
+            shared = self._shared_roles = SharedRoles(b.primary.name, addresses, self._knowledge)
+        elif not b.discover_roles:
+            shared = self._shared_roles = None
         for name, server in list(self._servers.items()):
             if wanted.get(name) != server.address:
                 self._stop_monitor(server)
@@ -353,6 +360,8 @@ class ProxyServer:
                 primary=b.primary.name,
             )
             server.monitor.on_roles = self._on_roles
+            server.monitor.roles = shared
+            server.monitor.on_history = self._on_history
             if b.discover_roles:
                 # Roles at every poll: a promoted primary is found within one interval.
                 server.monitor.read_only_interval = 0.0
@@ -367,7 +376,8 @@ class ProxyServer:
     def _on_roles(self, monitor: HealthMonitor) -> None:
         """A monitor read its server's roles: is the primary still the server writes go to?
         (:mod:`consistent.policy.roles`)."""
-        if not self._config.backends.discover_roles or self._closing:
+        shared = self._shared_roles
+        if shared is None or self._closing:
             return
         seen = []
         for server in self._servers.values():
@@ -383,12 +393,14 @@ class ProxyServer:
                     sources=m.sources,
                 )
             )
-        primary = self._servers[PRIMARY]
-        current = primary.address.name
-        verdict = discover_roles(seen, current)
-        self._report_split_brain(verdict)
+        shared.observe(*seen)
+        verdict = shared.verdict
+        if verdict is None:
+            return
         self.roles = verdict
-        refuse = verdict.split_brain and (
+        self._metrics.split_brain = shared.split_brain
+        primary = self._servers[PRIMARY]
+        refuse = shared.split_brain and (
             self._config.backends.on_split_brain is OnSplitBrain.REFUSE
         )
         primary.refusing = (
@@ -397,21 +409,20 @@ class ProxyServer:
             if refuse
             else None
         )
-        if verdict.primary != current:
-            self._switch_primary(verdict.primary)
+        if shared.primary != primary.address.name:
+            self._switch_primary(shared.primary)
 
-    def _report_split_brain(self, verdict: RoleVerdict) -> None:
-        metrics = self._metrics
-        if verdict.split_brain and not metrics.split_brain:
-            logger.error(
-                "SPLIT BRAIN: %s all accept writes and replicate from no server; writes "
-                "keep going to %s until one of them is read-only or replicates",
-                ", ".join(verdict.writable),
-                verdict.primary,
-            )
-        elif metrics.split_brain and not verdict.split_brain:
-            logger.warning("split brain resolved: %s is the primary", verdict.primary)
-        metrics.split_brain = verdict.split_brain
+    def _on_history(self, monitor: HealthMonitor) -> None:
+        """The new primary's history is known: sessions that required GTIDs it never had
+        are told (their spans name them) and counted."""
+        shared = self._shared_roles
+        flavor = self._flavor
+        if shared is None or shared.history is None or flavor is None:
+            return
+        address, row = shared.history
+        for session in list(self._sessions.values()):
+            if session.check_lost(flavor, address, row):
+                self._metrics.lost_gtid_sessions += 1
 
     def _switch_primary(self, address: str) -> None:
         """Make the server at ``address`` the primary, and the old primary a replica."""
@@ -424,10 +435,8 @@ class ProxyServer:
         )
         self._metrics.primary_changes += 1
         logger.warning(
-            "the primary is now %s (it accepts writes and does not replicate; %s was the "
-            "primary): every session writes there from its next statement; a statement "
-            "running on the old primary gets a lost-connection error, a transaction open "
-            "there ends the session",
+            "sessions write to %s from their next statement; a statement running on %s gets "
+            "a lost-connection error, a transaction open there ends its session",
             promoted.name,
             b.primary.name,
         )

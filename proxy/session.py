@@ -469,6 +469,8 @@ class Session(SlowPath):
             span = self._tracer.statement(text)
             span.__enter__()
             self._span = span
+            if self._lost_gtids is not None:
+                span.lost(self._lost_gtids)
         self._execute(self.policy.route(stmt, text))
 
     def _execute(self, d: Decision) -> None:

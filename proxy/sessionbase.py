@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from consistent.classify import FunctionRules, PinReason
@@ -235,6 +235,8 @@ class SessionBase:
         self._tracing = self._tracer.enabled
         self._tracer.set_namespace(self._schema)
         self._span: StatementSpan = NOOP_SPAN
+        #: Required GTIDs a failover lost (the primary the session follows never had them).
+        self._lost_gtids: str | None = None
         # Bound once: every command hands them to a relay.
         self._done_cb = self._on_response
         self._lost_cb = self._on_response_lost
@@ -498,6 +500,24 @@ class SessionBase:
         conn = self._conns.get(PRIMARY)
         if conn is not None:
             conn.abort()
+
+    def check_lost(self, flavor: Flavor, primary: str, row: Sequence[object]) -> bool:
+        """The new primary ``primary`` answered ``row`` to the flavour's history statement:
+        True (and the session's spans name them from now on) when it never had GTIDs this
+        session required, which a failover lost.  Reads are not refused: no server will
+        ever have them."""
+        missing = flavor.missing_gtids(self.policy.required, row)
+        if missing is None:
+            return False
+        self._lost_gtids = missing
+        logger.error(
+            "session %d required %s, which the new primary %s never had: a failover lost "
+            "these writes (its spans say so in consistent.gtid.lost)",
+            self.id,
+            missing,
+            primary,
+        )
+        return True
 
     def _unreserve(self) -> None:
         """The session no longer needs the connection kept for a follow-up."""

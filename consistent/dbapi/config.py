@@ -25,7 +25,7 @@ monitor's period (``0``: no monitor; see :mod:`consistent.dbapi.monitor`).
 Roles: with ``discover_roles`` (on by default) the monitors learn which server is the primary
 from the servers themselves (``read_only``, replication sources), so the configured primary
 is a starting hint; ``on_split_brain`` (``keep`` or ``refuse``) says what writes do while two
-servers accept them (see :mod:`consistent.dbapi.roles`).
+servers accept them (see :mod:`consistent.policy.roles`).
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ class ConnectConfig:
     deadlines: Deadlines = field(default_factory=Deadlines)
     #: Seconds between two polls of each server by the background monitor; ``None``: none.
     monitor_interval: float | None = DEFAULT_MONITOR_INTERVAL
-    #: The monitors learn which server is the primary (see :mod:`consistent.dbapi.roles`).
+    #: The monitors learn which server is the primary (see :mod:`consistent.policy.roles`).
     discover_roles: bool = True
     #: What writes do while two servers accept them.
     on_split_brain: OnSplitBrain = OnSplitBrain.KEEP

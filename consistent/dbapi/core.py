@@ -41,7 +41,6 @@ from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL, detect_flavor, flavor_sql
 from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.pending import PendingGtids, parse_tracked
-from consistent.dbapi.roles import OnSplitBrain, SharedRoles
 from consistent.errnos import CR, ER
 from consistent.gtid import GtidState
 from consistent.policy import (
@@ -60,6 +59,7 @@ from consistent.policy import (
     process_knowledge,
 )
 from consistent.policy.deadlines import wait_deadline
+from consistent.policy.roles import OnSplitBrain, SharedRoles
 from consistent.telemetry import (
     NOOP_SPAN,
     NOOP_TRACER,

@@ -20,7 +20,7 @@ monitor, and its first connections start their own.
 
 Roles (``discover_roles``, on by default): each poll also reads the server's ``read_only`` state
 and which servers it replicates from, and hands them to the topology's
-:class:`~consistent.dbapi.roles.SharedRoles`, which names the primary
+:class:`~consistent.policy.roles.SharedRoles`, which names the primary
 (:mod:`consistent.policy.roles`).  A monitor polls its server as the primary or as a replica
 by what the roles say at that poll, so the old primary becomes a replica in the knowledge and
 the new one its primary.
@@ -45,11 +45,10 @@ from typing import Any, Final
 from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi._pymysql import TrackingConnection
-from consistent.dbapi.roles import SharedRoles
 from consistent.errors import Error
 from consistent.policy import ReplicaKnowledge
 from consistent.policy.deadlines import monitor_poll_timeout
-from consistent.policy.roles import ServerObservation
+from consistent.policy.roles import ServerObservation, SharedRoles
 
 __all__ = ["MonitorRegistry", "ServerMonitor", "process_monitors"]
 

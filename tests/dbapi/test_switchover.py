@@ -16,9 +16,9 @@ import pytest
 import consistent.dbapi as db
 from consistent import trace
 from consistent.dbapi.monitor import process_monitors
-from consistent.dbapi.roles import SharedRoles
 from consistent.gtid import MariaPosition
 from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
+from consistent.policy.roles import SharedRoles
 from consistent.telemetry import MemoryExporter, Telemetry, TelemetryConfig
 from consistent.testing.mariadb import MariaDBTopology, start_topology
 from consistent.testing.switchover import CLEAN, Workload, wait_for

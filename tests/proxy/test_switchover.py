@@ -14,6 +14,8 @@ from typing import Any
 import pymysql
 import pytest
 
+from consistent import trace
+from consistent.telemetry import MemoryExporter, Telemetry, TelemetryConfig
 from consistent.testing.mariadb import MariaDBTopology, start_topology
 from consistent.testing.switchover import CLEAN, Workload, wait_for
 from proxy.config import parse
@@ -202,3 +204,42 @@ def test_on_split_brain_refuse_sends_nothing_to_the_primary_until_it_resolves(
         assert [int(r["id"]) for r in rows] == [810, 812]
     finally:
         refusing.stop()
+
+
+def test_gtids_a_failover_lost_are_named_and_a_replica_that_kept_them_serves_no_reads(
+    promotable: MariaDBTopology,
+) -> None:
+    memory = MemoryExporter()
+    telemetry = Telemetry(TelemetryConfig(schedule_delay=0.05), exporters=[memory])
+    with ProxyThread(parse(topology_config(promotable)), telemetry=telemetry) as traced:
+        wait_for(lambda: roles(traced)["writable"] is not None)
+        writer, bystander = connect(traced), connect(traced)
+        with contextlib.closing(writer), contextlib.closing(bystander):
+            promotable.replicas[0].query("STOP SLAVE")  # it will not get the next write
+            with writer.cursor() as cur:
+                cur.execute("INSERT INTO t VALUES (1000, 1000)")
+                cur.execute("SELECT @@consistent_token")
+                lost = str(cur.fetchall()[0][0]).removeprefix("mariadb:")
+            promotable.primary.process.kill()  # the write reached replica 2 only
+            promotable.switchover(0, planned=False)
+            new = f"127.0.0.1:{promotable.primary.port}"
+            wait_for(lambda: roles(traced)["primary"] == new)
+            wait_for(lambda: traced.server.metrics.lost_gtid_sessions == 1)
+            with bystander.cursor() as cur:
+                # Replica 2 kept the lost write: by sequence numbers it "covers" the new
+                # primary's next GTID, and must not serve this read.
+                cur.execute("INSERT INTO t VALUES (1001, 1001)")
+                cur.execute("SELECT v FROM t WHERE id = 1001")
+                assert cur.fetchall() == ((1001,),)
+            with writer.cursor() as cur:
+                cur.execute("SELECT v FROM t WHERE id = 1000")
+                assert cur.fetchall() == ()  # the write is gone from the new history
+        assert telemetry.flush(10)
+        lost_spans = [r for r in memory.records if trace.GTID_LOST in r.attributes]
+        assert lost_spans
+        assert {r.attributes[trace.GTID_LOST] for r in lost_spans} == {lost}
+        # One session (the writer's) required the lost GTID; the bystander's spans are clean.
+        assert len({r.attributes[trace.SESSION_ID] for r in lost_spans}) == 1
+        metrics = traced.server.metrics.render().decode()
+        assert "consistent_proxy_lost_gtid_sessions_total 1" in metrics
+    telemetry.shutdown()

@@ -7,8 +7,7 @@ import pytest
 
 import consistent.dbapi as db
 from consistent.dbapi.config import build_config, parse_url
-from consistent.dbapi.roles import OnSplitBrain, SharedRoles
-from consistent.policy.roles import ServerObservation
+from consistent.policy.roles import OnSplitBrain, ServerObservation, SharedRoles
 
 A, B, C = "10.0.0.1:3306", "10.0.0.2:3306", "10.0.0.3:3306"
 
