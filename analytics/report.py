@@ -99,6 +99,9 @@ class ReportData:
     replica_names: Mapping[str, str] = field(default_factory=dict)
     #: Stale reads of ``eventual`` sessions (expected: that level promises nothing).
     eventual_stale: Sequence[Row] = ()
+    #: Changes of primary role discovery recorded: ``start_ns``, ``role_previous``,
+    #: ``role_primary`` (``host:port``), in time order.
+    role_changes: Sequence[Row] = ()
     eventual_stale_count: int = 0
     #: Free-form notes shown under the headline (e.g. what could not be computed).
     notes: Sequence[str] = field(default_factory=tuple)
@@ -205,6 +208,7 @@ def headline(data: ReportData) -> dict[str, Any]:
         "guarantee_violations": _sum(guaranteed, "stale"),
         "guarantee_unproven": _sum(guaranteed, "unproven"),
         "eventual_stale": data.eventual_stale_count,
+        "primary_changes": len(data.role_changes),
         "levels": _level_numbers(data),
     }
 
@@ -319,6 +323,15 @@ def plot_lag(data: ReportData) -> bytes | None:
         axes.set_ylabel(f"lag ({unit})")
         axes.set_ylim(bottom=0)
         axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    for change in data.role_changes:
+        x = (int(change["start_ns"]) - first) / 1e9 / seconds
+        label = f"primary → {change['role_primary']}"
+        for axes in axes_list:
+            axes.axvline(x, color="#b91c1c", linestyle="--", linewidth=1.2)
+        axes_list[0].annotate(
+            label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -12),
+            textcoords="offset points", fontsize=8, color="#b91c1c",
+        )  # fmt: skip
     axes_list[-1].set_xlim(0, (last - first) / 1e9 / seconds)
     axes_list[-1].xaxis.set_major_locator(MaxNLocator(10))
     window_s = data.window_ns / 1e9
@@ -704,8 +717,27 @@ def _named(data: ReportData) -> ReportData:
         violations=rename(data.violations),
         unproven=rename(data.unproven),
         eventual_stale=rename(data.eventual_stale),
+        role_changes=[
+            {
+                **row,
+                "role_primary": names.get(str(row["role_primary"]), row["role_primary"]),
+                "role_previous": names.get(str(row["role_previous"]), row["role_previous"]),
+            }
+            for row in data.role_changes
+        ],
         replica_names={},
     )
+
+
+def _role_changes_note(data: ReportData) -> str:
+    """The changes of primary the chart marks (dashed red lines), with their times."""
+    if not data.role_changes:
+        return ""
+    changes = "; ".join(
+        f"{_when(int(c['start_ns']))[:23]} UTC: {c['role_previous']} → {c['role_primary']}"
+        for c in data.role_changes
+    )
+    return f'<p class="note">The primary changed (dashed lines): {html.escape(changes)}.</p>'
 
 
 def _figure(name: str, heading: str, png: bytes) -> str:
@@ -820,6 +852,7 @@ def render_html(data: ReportData, title: str = "consistent — staleness report"
         images[name] = png
         sections.append(_figure(name, heading, png))
         if name == "lag.png":
+            sections.append(_role_changes_note(data))
             sections.append(_table(sorted(data.lag_summary, key=lambda r: str(r["replica"])),
                                    _LAG_COLUMNS))  # fmt: skip
         elif name == "waits.png":

@@ -7,11 +7,11 @@ applies it so that a missing or extra field never changes a column's type.  OTLP
 and cast by the transforms.
 
 :data:`SPAN` is one span after the request is exploded (attributes still as OTLP key/value
-pairs).  :data:`STATEMENT` and :data:`LAG_SAMPLE` are the two record kinds of the contract in
-:mod:`consistent.trace`, one typed column per attribute, spelled out field by field below; a
-test keeps them equal to ``consistent.trace.SPANS``.  Each attribute column carries the
-attribute's name in its metadata (key :data:`ATTRIBUTE_KEY`); its column name is the
-attribute name without the leading ``consistent.`` and with ``.`` replaced by ``_``
+pairs).  :data:`STATEMENT`, :data:`LAG_SAMPLE` and :data:`ROLE_CHANGE` are the record kinds of
+the contract in :mod:`consistent.trace`, one typed column per attribute, spelled out field by
+field below; a test keeps them equal to ``consistent.trace.SPANS``.  Each attribute column
+carries the attribute's name in its metadata (key :data:`ATTRIBUTE_KEY`); its column name is
+the attribute name without the leading ``consistent.`` and with ``.`` replaced by ``_``
 (:func:`column_name`).
 
 https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding
@@ -40,6 +40,7 @@ __all__ = [
     "KEY_VALUE",
     "LAG_SAMPLE",
     "OTLP_REQUEST",
+    "ROLE_CHANGE",
     "SPAN",
     "STATEMENT",
     "attribute_fields",
@@ -175,6 +176,7 @@ _STATEMENT_ATTRIBUTES: Final = (
     _s("consistent.route.pinned_reason"),
     _s("consistent.route.tried"),
     _s("consistent.pool.pin_reason"),
+    _s("consistent.gtid.lost"),
     *_gtid("consistent.gtid.required"),
     *_gtid("consistent.gtid.required.own"),
     *_gtid("consistent.gtid.required.seen"),
@@ -254,6 +256,20 @@ _LAG_SAMPLE_ATTRIBUTES: Final = (
 
 #: One lag sample span: base columns, then one typed column per contract attribute.
 LAG_SAMPLE: Final = StructType([*BASE_FIELDS, *_LAG_SAMPLE_ATTRIBUTES])
+
+# --- the role change record ----------------------------------------------------------------------
+
+#: One change of primary found by role discovery (the lag chart marks it).
+ROLE_CHANGE: Final = StructType(
+    [
+        *BASE_FIELDS,
+        _s("consistent.record.kind"),
+        _s("db.system.name"),
+        _s("consistent.role.primary"),
+        _s("consistent.role.previous"),
+        _s("consistent.role.writable"),
+    ]
+)
 
 
 def attribute_fields(schema: StructType) -> tuple[StructField, ...]:

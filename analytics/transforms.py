@@ -26,6 +26,7 @@ from analytics.schema import (
     ATTRIBUTE_KEY,
     BASE_FIELDS,
     LAG_SAMPLE,
+    ROLE_CHANGE,
     STATEMENT,
     attribute_fields,
 )
@@ -46,15 +47,17 @@ __all__ = [
     "statements",
 ]
 
-#: The two record kinds' names in the contract (``consistent.trace``).  Records are told apart
+#: The record kinds' names in the contract (``consistent.trace``).  Records are told apart
 #: by their ``consistent.record.kind`` attribute, never by span name: a statement span is named
 #: by the database conventions (``SELECT orders``).
 STATEMENT_SPAN: Final = "consistent.statement"
 LAG_SAMPLE_SPAN: Final = "consistent.lag_sample"
+ROLE_CHANGE_SPAN: Final = "consistent.role_change"
 #: The attribute that says which kind a record is, and its values.
 RECORD_KIND: Final = "consistent.record.kind"
 STATEMENT_RECORD: Final = "statement"
 LAG_SAMPLE_RECORD: Final = "lag_sample"
+ROLE_CHANGE_RECORD: Final = "role_change"
 
 # --- OTLP requests to spans --------------------------------------------------------------------
 
@@ -134,18 +137,23 @@ def lag_samples(spans: DataFrame) -> DataFrame:
 
 
 #: Values of the ``record`` column of :func:`records`, by record kind name.
-RECORD_NAMES: Final = {STATEMENT_SPAN: STATEMENT_RECORD, LAG_SAMPLE_SPAN: LAG_SAMPLE_RECORD}
+RECORD_NAMES: Final = {
+    STATEMENT_SPAN: STATEMENT_RECORD,
+    LAG_SAMPLE_SPAN: LAG_SAMPLE_RECORD,
+    ROLE_CHANGE_SPAN: ROLE_CHANGE_RECORD,
+}
 
 
 def records(spans: DataFrame) -> DataFrame:
-    """Both record kinds in one pass: ``record`` (``statement`` or ``lag_sample``), the base
-    columns, and the union of both kinds' attribute columns (an attribute both kinds have,
-    such as ``db.system.name``, is one column).  Selecting a kind's rows and its schema's
-    columns gives exactly :func:`statements` or :func:`lag_samples`; written partitioned by
-    ``record``, one parse of the JSON serves both."""
+    """Every record kind in one pass: ``record`` (``statement``, ``lag_sample`` or
+    ``role_change``), the base columns, and the union of the kinds' attribute columns (an
+    attribute several kinds have, such as ``db.system.name``, is one column).  Selecting a
+    kind's rows and its schema's columns gives exactly :func:`statements` or
+    :func:`lag_samples`; written partitioned by ``record``, one parse of the JSON serves
+    every kind."""
     attributes = F.map_from_entries("attributes")
     columns: dict[str, Column] = {}
-    for schema in (STATEMENT, LAG_SAMPLE):
+    for schema in (STATEMENT, LAG_SAMPLE, ROLE_CHANGE):
         for column, field in zip(
             _typed_columns(schema, attributes), attribute_fields(schema), strict=True
         ):

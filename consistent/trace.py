@@ -21,6 +21,9 @@ line, see :mod:`consistent.telemetry.exporter`).  Two kinds exist, told apart by
 * :data:`LAG_SAMPLE_SPAN`, one per replica per poll of the lag sampler: the WL#7374
   performance_schema fields on MySQL (reference §6.1), ``SHOW ALL SLAVES STATUS`` and the GTID
   positions on MariaDB.  All timestamps are integer microseconds since the epoch (UTC).
+* :data:`ROLE_CHANGE_SPAN`, one when role discovery finds that another server is the primary
+  (a switchover or a failover), from the proxy and from the wrapper's monitors: which server
+  writes go to now, and which one they went to.
 
 A GTID set is recorded as text (single line, mysqld's format, or MariaDB's
 ``domain-server-seq`` list) up to a configured size; beyond it the text attribute is left out
@@ -45,6 +48,8 @@ __all__ = [
     "LAG_SAMPLE_ATTRIBUTES",
     "LAG_SAMPLE_SPAN",
     "METRICS",
+    "ROLE_CHANGE_ATTRIBUTES",
+    "ROLE_CHANGE_SPAN",
     "SCOPE_NAME",
     "SPANS",
     "STATEMENT_ATTRIBUTES",
@@ -79,6 +84,14 @@ SCOPE_NAME: Final = "consistent"
 STATEMENT_SPAN: Final = "consistent.statement"
 #: One replica's replication state, sampled by the lag sampler.
 LAG_SAMPLE_SPAN: Final = "consistent.lag_sample"
+#: Role discovery found another primary.
+ROLE_CHANGE_SPAN: Final = "consistent.role_change"
+#: The server writes go to from now on (``host:port``).
+ROLE_PRIMARY: Final = "consistent.role.primary"
+#: The server they went to until now.
+ROLE_PREVIOUS: Final = "consistent.role.previous"
+#: The servers that accepted writes and replicated from none, comma-separated.
+ROLE_WRITABLE: Final = "consistent.role.writable"
 
 # --- OpenTelemetry semantic conventions ----------------------------------------------------------
 
@@ -302,6 +315,7 @@ class RecordKind(StrEnum):
 
     STATEMENT = "statement"
     LAG_SAMPLE = "lag_sample"
+    ROLE_CHANGE = "role_change"
 
 
 class AttrType(StrEnum):
@@ -517,6 +531,17 @@ def _stage_attributes() -> tuple[AttributeSpec, ...]:
     return tuple(specs)
 
 
+ROLE_CHANGE_ATTRIBUTES: Final = (
+    AttributeSpec(RECORD_KIND, AttrType.STRING, "record kind", True, (RecordKind.ROLE_CHANGE,)),
+    AttributeSpec(DB_SYSTEM_NAME, AttrType.STRING, "mysql or mariadb", True),
+    AttributeSpec(ROLE_PRIMARY, AttrType.STRING, "the primary from now on (host:port)", True),
+    AttributeSpec(ROLE_PREVIOUS, AttrType.STRING, "the primary until now (host:port)", True),
+    AttributeSpec(
+        ROLE_WRITABLE, AttrType.STRING, "servers accepting writes and replicating from none"
+    ),
+)
+
+
 LAG_SAMPLE_ATTRIBUTES: Final = (
     AttributeSpec(RECORD_KIND, AttrType.STRING, "record kind", True, (RecordKind.LAG_SAMPLE,)),
     _SYSTEM,
@@ -572,6 +597,14 @@ SPANS: Final = (
         "one replica's replication state at one poll",
         LAG_SAMPLE_ATTRIBUTES,
         f"`{LAG_SAMPLE_SPAN}`",
+    ),
+    SpanSpec(
+        ROLE_CHANGE_SPAN,
+        RecordKind.ROLE_CHANGE,
+        SpanKind.INTERNAL,
+        "role discovery found another primary (a switchover or a failover)",
+        ROLE_CHANGE_ATTRIBUTES,
+        f"`{ROLE_CHANGE_SPAN}`",
     ),
 )
 

@@ -44,6 +44,7 @@ from consistent.policy.roles import (
 from consistent.protocol import Capability, ErrPacket, build_err
 from consistent.telemetry import Telemetry, default_telemetry
 from consistent.telemetry.appspans import provider_telemetry
+from consistent.telemetry.roles import role_change_record
 from proxy.admin import AdminServer
 from proxy.admission import LoginGate
 from proxy.backends import BackendServer, Credentials, HealthMonitor
@@ -434,6 +435,9 @@ class ProxyServer:
             b, primary=promoted, replicas=tuple(a for a in servers if a is not promoted)
         )
         self._metrics.primary_changes += 1
+        verdict = self.roles
+        if verdict is not None and self._flavor is not None:
+            self._telemetry.emit(role_change_record(b.primary.name, verdict, self._flavor.name))
         logger.warning(
             "sessions write to %s from their next statement; a statement running on %s gets "
             "a lost-connection error, a transaction open there ends its session",

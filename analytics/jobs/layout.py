@@ -13,7 +13,7 @@ from typing import Final
 from pyspark.sql.types import StructType
 
 from analytics.audit import READ_AUDIT, VIOLATIONS
-from analytics.schema import LAG_SAMPLE, STATEMENT
+from analytics.schema import LAG_SAMPLE, ROLE_CHANGE, STATEMENT
 
 __all__ = ["TABLE_SCHEMAS", "JobSettings", "Layout"]
 
@@ -21,12 +21,17 @@ __all__ = ["TABLE_SCHEMAS", "JobSettings", "Layout"]
 TABLE_SCHEMAS: Final[dict[str, StructType]] = {
     "statements": STATEMENT,
     "lag_samples": LAG_SAMPLE,
+    "role_changes": ROLE_CHANGE,
     "read_audit": READ_AUDIT,
     "violations": VIOLATIONS,
 }
 
 
-_RECORD_TABLES: Final = {"statements": "statement", "lag_samples": "lag_sample"}
+_RECORD_TABLES: Final = {
+    "statements": "statement",
+    "lag_samples": "lag_sample",
+    "role_changes": "role_change",
+}
 
 
 @dataclass(frozen=True, slots=True)

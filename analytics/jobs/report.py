@@ -4,6 +4,7 @@ writes the headline numbers to ``summary.json``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -12,7 +13,10 @@ from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
 from analytics import audit, report, storage
 from analytics.jobs.layout import TABLE_SCHEMAS, JobSettings, Layout
 
-__all__ = ["collect", "replica_names", "run", "write"]
+__all__ = ["collect", "replica_names", "role_changes", "run", "write"]
+
+#: Records of one change of primary from several processes fall in one such bucket.
+_SAME_CHANGE_NS = 5_000_000_000
 
 
 def _rows(frame: DataFrame) -> list[dict[str, Any]]:
@@ -36,6 +40,23 @@ def replica_names(lag_samples: DataFrame) -> dict[str, str]:
         F.max_by("lag_replica_name", "start_ns").alias("name")
     )
     return {str(row["lag_replica"]): str(row["name"]) for row in latest.collect()}
+
+
+def role_changes(spark: SparkSession, layout: Layout) -> list[dict[str, Any]]:
+    """Every change of primary the traces recorded, in time order (none when the traces hold
+    no role change: Spark writes no partition for a kind it saw no record of)."""
+    if not Path(layout.table("role_changes")).is_dir():
+        return []
+    frame = _table(spark, layout, "role_changes").select(
+        "start_ns", "role_previous", "role_primary"
+    )
+    # Every process that followed the change recorded it, within a few monitor intervals:
+    # one row per change.
+    bucket = F.floor(F.col("start_ns") / _SAME_CHANGE_NS).alias("bucket")
+    first = frame.groupBy("role_previous", "role_primary", bucket).agg(
+        F.min("start_ns").alias("start_ns")
+    )
+    return _rows(first.select("start_ns", "role_previous", "role_primary").orderBy("start_ns"))
 
 
 def collect(
@@ -85,6 +106,7 @@ def collect(
         unproven=_rows(unproven.orderBy("start_ns", "span_id").limit(limit // 4)),
         unproven_reasons=_rows(reasons),
         replica_names=replica_names(_table(spark, layout, "lag_samples")),
+        role_changes=role_changes(spark, layout),
         eventual_stale=_rows(eventual.orderBy("start_ns", "span_id").limit(limit // 4)),
         eventual_stale_count=eventual.count(),
     )

@@ -19,6 +19,8 @@ from consistent.dbapi.config import ServerSpec
 from consistent.dbapi.core import NOT_CONNECTED, PRIMARY_LOST, Link, SessionCore
 from consistent.dbapi.monitor import process_monitors
 from consistent.policy import PRIMARY, process_knowledge
+from consistent.telemetry import default_telemetry
+from consistent.telemetry.roles import role_change_record
 
 __all__ = ["ConnectionBase"]
 
@@ -152,6 +154,14 @@ class ConnectionBase(SessionCore):
         if config.replicas and interval is not None:
             registry = process_monitors()
             knowledge = self._policy.knowledge
+            roles = self._roles
+            if roles is not None:
+                telemetry = self._telemetry_arg or default_telemetry()
+                if telemetry.active and id(telemetry) not in roles.listeners:
+                    system = self._flavor.name
+                    roles.listeners[id(telemetry)] = lambda previous, verdict: telemetry.emit(
+                        role_change_record(previous, verdict, system)
+                    )
             registry.attach(
                 self,
                 knowledge,

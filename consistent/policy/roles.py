@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -139,6 +139,9 @@ class SharedRoles:
         self._seen: dict[str, ServerObservation] = {}
         self._knowledge = knowledge
         self._diverged: set[str] = set()
+        #: Called with the previous primary and the verdict at each change (by key: the
+        #: wrapper registers one per telemetry pipeline, which records the change).
+        self.listeners: dict[object, Callable[[str, RoleVerdict], None]] = {}
         self._lock = threading.Lock()
 
     def observe(self, *observations: ServerObservation) -> None:
@@ -171,6 +174,8 @@ class SharedRoles:
                 self.history = None
                 self.primary = verdict.primary
                 self._suspend_replicas()
+                for listener in list(self.listeners.values()):
+                    listener(current, verdict)
 
     def _suspend_replicas(self) -> None:
         """After the primary changed, no replica serves a read until its monitor compared it

@@ -29,7 +29,9 @@ from consistent import trace
 from consistent.cli import main as consistent_main
 from consistent.emulator.replication.threaded import TopologyThread, start_topology
 from consistent.policy import ReplicaKnowledge
+from consistent.policy.roles import RoleVerdict
 from consistent.telemetry import Telemetry, TelemetryConfig
+from consistent.telemetry.roles import role_change_record
 from consistent.telemetry.sampler import Endpoint, LagSampler
 
 LEVELS = ("eventual", "read_own_writes")
@@ -122,6 +124,11 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Workload:
         sampler.start()
         try:
             reads = _run(topo, "app", telemetry)
+            # A switchover, as the proxy and the wrapper record it (twice, from two
+            # processes): the report marks it once on the lag chart.
+            moved = RoleVerdict(f"127.0.0.1:{topo.replicas[0].port}", (), split_brain=False)
+            for _ in range(2):
+                telemetry.emit(role_change_record(f"127.0.0.1:{topo.primary.port}", moved, "mysql"))
         finally:
             sampler.stop()
             sampler.close()
@@ -177,6 +184,8 @@ def test_the_report_exists_with_the_headline_numbers(result: RunResult, workload
     assert numbers["guarantee_violations"] == 0
     summary = json.loads(result.layout.summary.read_text())
     assert summary["headline"]["levels"]["eventual"]["reads"] == counted["eventual"][0]
+    assert summary["headline"]["primary_changes"] == 1
+    assert "The primary changed (dashed lines)" in page
 
 
 def test_the_audit_finds_stale_reads_that_really_happened(

@@ -127,3 +127,20 @@ def test_unproven_reads_are_folded_apart_and_replicas_shown_by_name() -> None:
     assert "delayed" in page
     assert R2 not in page
     assert page.index('id="lag"') < page.index('id="violations"')
+
+
+def test_a_change_of_primary_is_marked_on_the_lag_chart_and_named() -> None:
+    plain = _data([])
+    moved = replace(
+        plain,
+        role_changes=[{"start_ns": 12 * S, "role_previous": R1, "role_primary": R2}],
+        replica_names={R2: "replica2"},
+    )
+    assert headline(moved)["primary_changes"] == 1
+    assert headline(plain)["primary_changes"] == 0
+    page = render_html(moved).html
+    assert "The primary changed (dashed lines)" in page
+    assert "→ replica2" in page  # named as the user named it
+    assert "The primary changed" not in render_html(plain).html
+    # The marker changes the chart.
+    assert render_html(moved).images["lag.png"] != render_html(plain).images["lag.png"]

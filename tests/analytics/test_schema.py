@@ -32,7 +32,11 @@ SPARK_TYPE: dict[trace.AttrType, DataType] = {
     trace.AttrType.DOUBLE: DoubleType(),
     trace.AttrType.BOOL: BooleanType(),
 }
-BY_KIND = {trace.STATEMENT_SPAN: schema.STATEMENT, trace.LAG_SAMPLE_SPAN: schema.LAG_SAMPLE}
+BY_KIND = {
+    trace.STATEMENT_SPAN: schema.STATEMENT,
+    trace.LAG_SAMPLE_SPAN: schema.LAG_SAMPLE,
+    trace.ROLE_CHANGE_SPAN: schema.ROLE_CHANGE,
+}
 
 
 def test_every_record_kind_has_a_schema() -> None:
@@ -47,7 +51,7 @@ def test_schema_equals_the_contract(span: trace.SpanSpec) -> None:
     assert written == contract
 
 
-@pytest.mark.parametrize("table", [schema.STATEMENT, schema.LAG_SAMPLE])
+@pytest.mark.parametrize("table", [schema.STATEMENT, schema.LAG_SAMPLE, schema.ROLE_CHANGE])
 def test_columns_follow_the_naming_rule_and_are_unique(table: StructType) -> None:
     names = [f.name for f in table.fields]
     assert len(names) == len(set(names))

@@ -302,6 +302,12 @@ def test_gtids_a_failover_lost_are_named_in_every_span_of_the_sessions_that_requ
             by_session.setdefault(record.attributes.get(trace.SESSION_ID), []).append(
                 dict(record.attributes)
             )
+        # The change of primary is a record of its own, once per process and change.
+        changes = by_session[None]
+        assert [(c[trace.ROLE_PREVIOUS], c[trace.ROLE_PRIMARY]) for c in changes] == [
+            (traced.servers[0], address(promotable.primary))
+        ]
+        assert trace.check_attributes(trace.ROLE_CHANGE_SPAN, changes[0]) == ()
         writer_spans = by_session[writer.tracer.session_id]
         assert writer_spans[-1][trace.GTID_LOST] == lost_gtid
         assert all(trace.GTID_LOST not in span for span in by_session[bystander.tracer.session_id])

@@ -235,6 +235,9 @@ def test_gtids_a_failover_lost_are_named_and_a_replica_that_kept_them_serves_no_
                 cur.execute("SELECT v FROM t WHERE id = 1000")
                 assert cur.fetchall() == ()  # the write is gone from the new history
         assert telemetry.flush(10)
+        changes = [r for r in memory.records if r.name == trace.ROLE_CHANGE_SPAN]
+        assert [r.attributes[trace.ROLE_PRIMARY] for r in changes] == [new]
+        assert trace.check_attributes(trace.ROLE_CHANGE_SPAN, changes[0].attributes) == ()
         lost_spans = [r for r in memory.records if trace.GTID_LOST in r.attributes]
         assert lost_spans
         assert {r.attributes[trace.GTID_LOST] for r in lost_spans} == {lost}

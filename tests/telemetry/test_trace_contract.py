@@ -19,6 +19,7 @@ def test_every_attribute_constant_is_specified_somewhere() -> None:
     not_attributes = {
         "STATEMENT_SPAN",
         "LAG_SAMPLE_SPAN",
+        "ROLE_CHANGE_SPAN",
         "COUNT_SUFFIX",
         "DIGEST_SUFFIX",
         "HIGH_SUFFIX",
