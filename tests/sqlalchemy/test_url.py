@@ -139,3 +139,18 @@ def test_the_url_may_send_statement_spans_to_the_applications_provider() -> None
     params = connect_params("mysql+consistent://app:pw@db1/shop?tracer_provider=global")
     assert params["tracer_provider"] == "global"
     assert "tracer_provider" not in connect_params("mysql+consistent://app:pw@db1/shop")
+
+
+def test_role_discovery_options_in_the_url() -> None:
+    params = connect_params(
+        "mysql+consistent://app:pw@db1/shop?replica=db2&discover_roles=false&on_split_brain=refuse"
+    )
+    assert params["discover_roles"] is False
+    config = build_config(**normalize_connect_params(params))
+    assert config.discover_roles is False
+    assert str(config.on_split_brain) == "refuse"
+    defaults = build_config(
+        **normalize_connect_params(connect_params("mysql+consistent://a@db1/s"))
+    )
+    assert defaults.discover_roles is True
+    assert str(defaults.on_split_brain) == "keep"
