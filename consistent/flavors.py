@@ -223,6 +223,27 @@ class Flavor(ABC):
         """The statement listing the server's replication channels (one row per channel)."""
         return "SHOW REPLICA STATUS"
 
+    def replica_hosts_statement(self) -> str:
+        """The statement with which a source lists the replicas connected to it (those that
+        set ``report_host``)."""
+        return "SHOW REPLICAS"
+
+    def parse_replica_hosts(
+        self, columns: Sequence[str], rows: Sequence[Sequence[object]]
+    ) -> frozenset[str]:
+        """The ``host:port`` of each replica in the answer to
+        :meth:`replica_hosts_statement` (one without a reported host is left out)."""
+        index = {name.lower(): i for i, name in enumerate(columns)}
+        if "host" not in index or "port" not in index:
+            raise RemoteProtocolError("no Host or Port column in the list of replicas")
+        host, port = index["host"], index["port"]
+        found = set()
+        for row in rows:
+            name, number = _text(row[host]).strip(), _text(row[port]).strip()
+            if name and number.isdigit() and 0 < int(number) < 65536:
+                found.add(f"[{name}]:{number}" if ":" in name else f"{name}:{number}")
+        return frozenset(found)
+
     # --- GTIDs a failover lost -----------------------------------------------------------------
 
     @abstractmethod
@@ -510,6 +531,10 @@ class MariaDBFlavor(Flavor):
     def replication_sources_statement(self) -> str:
         # https://mariadb.com/kb/en/show-replica-status/ (every named connection)
         return "SHOW ALL SLAVES STATUS"
+
+    def replica_hosts_statement(self) -> str:
+        # https://mariadb.com/kb/en/show-replica-hosts/
+        return "SHOW SLAVE HOSTS"
 
 
 MYSQL: Final = MySQLFlavor()

@@ -568,6 +568,12 @@ class HealthMonitor:
         self.roles: SharedRoles | None = None
         #: Called once the new primary's history is read (see ``roles``).
         self.on_history: Callable[[HealthMonitor], None] | None = None
+        #: A primary's monitor lists the replicas connected to it at every poll (replica
+        #: discovery), in ``replica_hosts`` (``host:port``), then calls ``on_replica_hosts``.
+        self.list_replicas = False
+        self._replicas_refused = False
+        self.replica_hosts: frozenset[str] | None = None
+        self.on_replica_hosts: Callable[[HealthMonitor], None] | None = None
         # When the read-only state is next due (the monitor's clock); 0: at the next poll.
         self._read_only_due = 0.0
         #: Seconds between reads of the roles (the read-only state and the sources).
@@ -665,6 +671,8 @@ class HealthMonitor:
             self._knowledge.record_primary_state(self.primary, state)
             if roles is not None and roles.wants_history(self.server.address.name):
                 await self._read_history(conn, flavor, roles, timeout)
+            if self.list_replicas:
+                await self._list_replicas(conn, flavor, timeout)
         elif roles is None or roles.trusts(self.server.name, state, flavor):
             self._knowledge.record_poll(
                 self.server.name, state, started=started, primary=self.primary
@@ -676,6 +684,28 @@ class HealthMonitor:
             await self._check_sources(conn, flavor, timeout)
             if self.on_roles is not None:
                 self.on_roles(self)
+
+    async def _list_replicas(self, conn: BackendConnection, flavor: Flavor, timeout: float) -> None:
+        """The replicas connected to this primary (those that report a host)."""
+        result = await conn.query(flavor.replica_hosts_statement(), timeout, named=True)
+        if result.error is not None:
+            # Once at WARNING: the feature was asked for, and the backend user may lack the
+            # privilege (REPLICATION MASTER ADMIN on MariaDB, REPLICATION SLAVE on MySQL).
+            log = logger.debug if self._replicas_refused else logger.warning
+            self._replicas_refused = True
+            log(
+                "backend %s: cannot list its replicas: %s",
+                self.server.address,
+                result.error.message,
+            )
+            return
+        try:
+            self.replica_hosts = flavor.parse_replica_hosts(result.columns, result.rows)
+        except Error as e:
+            logger.debug("backend %s: replicas unknown: %s", self.server.address, e)
+            return
+        if self.on_replica_hosts is not None:
+            self.on_replica_hosts(self)
 
     async def _read_history(
         self, conn: BackendConnection, flavor: Flavor, roles: SharedRoles, timeout: float

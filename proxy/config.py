@@ -44,6 +44,8 @@ Example (every key but ``backends.primary`` and one user is optional)::
                                      # replicating from none); false: as configured
     on_split_brain = "keep"          # two servers accept writes: keep writing to the last known
                                      # primary, or "refuse" (1290) until it resolves
+    discover_replicas = []           # networks or host names (["10.1.0.0/16"]): replicas the
+                                     # primary lists (SHOW SLAVE HOSTS) there join; []: off
     connect_timeout = 5.0            # opening a connection, greeting and login included
     replica_read_timeout = 5.0       # a replica silent this long: the read goes elsewhere once
     read_timeout = 30.0              # the primary silent this long: the client gets 2013
@@ -197,6 +199,21 @@ class BackendsConfig:
     #: Two servers accept writes: ``keep`` sending writes to the last known primary, or
     #: ``refuse`` them (1290) until the split brain resolves.
     on_split_brain: OnSplitBrain = OnSplitBrain.KEEP
+    #: Replicas the primary lists (``SHOW SLAVE HOSTS`` / ``SHOW REPLICAS``) whose address is in
+    #: one of these networks, or is one of these host names, join the replicas (empty: off).
+    discover_replicas: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network | str, ...] = ()
+
+    def allows_discovered(self, address: Address) -> bool:
+        """Whether a replica the primary listed at ``address`` may join (see
+        :attr:`discover_replicas`)."""
+        try:
+            ip = ipaddress.ip_address(address.host)
+        except ValueError:
+            return address.host.lower() in self.discover_replicas
+        return any(
+            not isinstance(allowed, str) and ip.version == allowed.version and ip in allowed
+            for allowed in self.discover_replicas
+        )
 
     @property
     def replica_names(self) -> tuple[str, ...]:
@@ -323,6 +340,7 @@ _BACKEND_KEYS: Final = frozenset(
         "write_timeout",
         "discover_roles",
         "on_split_brain",
+        "discover_replicas",
     }
 )
 _USER_KEYS: Final = frozenset(
@@ -425,7 +443,28 @@ def _backends(data: Mapping[str, Any], base: Path | None) -> BackendsConfig:
         deadlines=_deadlines(b),
         discover_roles=_flag(b.get("discover_roles", True), "backends.discover_roles"),
         on_split_brain=_split_brain(b.get("on_split_brain", "keep")),
+        discover_replicas=_allow_list(b.get("discover_replicas", [])),
     )
+
+
+def _allow_list(
+    value: object,
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network | str, ...]:
+    """Networks (``10.1.0.0/16``, ``127.0.0.1``) or host names (lower-cased)."""
+    if not isinstance(value, list):
+        raise ConfigError("backends.discover_replicas must be a list of networks or host names")
+    allowed: list[ipaddress.IPv4Network | ipaddress.IPv6Network | str] = []
+    for item in value:
+        text = _text(item, "backends.discover_replicas").strip()
+        try:
+            allowed.append(ipaddress.ip_network(text, strict=False))
+        except ValueError:
+            if not text or "/" in text or any(c.isspace() for c in text):
+                raise ConfigError(
+                    f"backends.discover_replicas: {text!r} is neither a network nor a host name"
+                ) from None
+            allowed.append(text.lower())
+    return tuple(allowed)
 
 
 def _split_brain(value: object) -> OnSplitBrain:

@@ -55,7 +55,7 @@ from proxy.clientlogin import (
     login_ok,
     proxy_capabilities,
 )
-from proxy.config import ConfigError, ProxyConfig
+from proxy.config import Address, ConfigError, ProxyConfig
 from proxy.handshake import BACKEND_CAPABILITIES
 from proxy.metrics import (
     PRIMARY_ROLE,
@@ -180,6 +180,8 @@ class ProxyServer:
         #: The last verdict of role discovery (``None`` before the monitors have spoken).
         self.roles: RoleVerdict | None = None
         self._shared_roles: SharedRoles | None = None
+        #: Replicas that joined because the primary listed them (``discover_replicas``).
+        self._discovered: tuple[Address, ...] = ()
 
     # ----------------------------------------------------------------- SessionHost
 
@@ -318,17 +320,20 @@ class ProxyServer:
             capabilities=int(BACKEND_CAPABILITIES),
         )
 
-    def _apply_backends(self, config: ProxyConfig) -> None:
+    def _apply_backends(self, config: ProxyConfig, *, discovered: bool = False) -> None:
         """Create servers and monitors for ``config``'s backends; stop the monitors of
-        servers it no longer names (sessions in flight keep their server objects)."""
+        servers it no longer names (sessions in flight keep their server objects).
+        ``discovered``: only replicas the primary listed joined or left."""
         b = config.backends
         wanted = {PRIMARY: b.primary, **{a.name: a for a in b.replicas}}
         addresses = frozenset(a.name for a in wanted.values())
         shared = self._shared_roles
-        if b.discover_roles and (shared is None or shared.servers != addresses):
-            shared = self._shared_roles = SharedRoles(b.primary.name, addresses, self._knowledge)
-        elif not b.discover_roles:
+        if not b.discover_roles:
             shared = self._shared_roles = None
+        elif shared is not None and discovered:
+            shared.servers = addresses  # replicas joined or left: what was learnt stays
+        elif shared is None or shared.servers != addresses:
+            shared = self._shared_roles = SharedRoles(b.primary.name, addresses, self._knowledge)
         for name, server in list(self._servers.items()):
             if wanted.get(name) != server.address:
                 self._stop_monitor(server)
@@ -338,6 +343,7 @@ class ProxyServer:
             if existing is not None:
                 existing.deadlines = b.deadlines
                 if existing.monitor is not None:
+                    existing.monitor.list_replicas = name == PRIMARY and bool(b.discover_replicas)
                     existing.monitor.set_credentials(self._credentials(config))
                     existing.monitor.primary = b.primary.name
                 continue
@@ -363,10 +369,12 @@ class ProxyServer:
             server.monitor.on_roles = self._on_roles
             server.monitor.roles = shared
             server.monitor.on_history = self._on_history
+            server.monitor.on_replica_hosts = self._on_replica_hosts
             if b.discover_roles:
                 # Roles at every poll: a promoted primary is found within one interval.
                 server.monitor.read_only_interval = 0.0
             self._servers[name] = server
+            server.monitor.list_replicas = name == PRIMARY and bool(b.discover_replicas)
             task = asyncio.get_running_loop().create_task(server.monitor.run())
             server.monitor_task = task
             self._monitor_tasks.add(task)
@@ -412,6 +420,39 @@ class ProxyServer:
         )
         if shared.primary != primary.address.name:
             self._switch_primary(shared.primary)
+
+    def _on_replica_hosts(self, monitor: HealthMonitor) -> None:
+        """The primary listed its replicas: those in ``[backends] discover_replicas`` that the
+        configuration does not name join the replicas (for sessions that log in from then
+        on); one that joined this way and is no longer listed leaves."""
+        listed = monitor.replica_hosts
+        if listed is None or self._closing:
+            return
+        config = self._config
+        b = config.backends
+        known = {b.primary.name, *(a.name for a in b.replicas)}
+        joining = []
+        for name in sorted(listed - known):
+            try:
+                address = Address.parse(name)
+            except ConfigError:
+                continue
+            if address.name not in known and b.allows_discovered(address):
+                joining.append(address)
+        leaving = [a for a in self._discovered if a.name not in listed]
+        if not joining and not leaving:
+            return
+        for address in joining:
+            logger.info("replica %s discovered (the primary lists it): it joins", address)
+        for address in leaving:
+            logger.info(
+                "discovered replica %s is no longer listed by the primary: it leaves", address
+            )
+        self._discovered = tuple(a for a in self._discovered if a not in leaving) + tuple(joining)
+        replicas = tuple(a for a in b.replicas if a not in leaving) + tuple(joining)
+        config = dataclasses.replace(config, backends=dataclasses.replace(b, replicas=replicas))
+        self._apply_backends(config, discovered=True)
+        self._config = config
 
     def _on_history(self, monitor: HealthMonitor) -> None:
         """The new primary's history is known: sessions that required GTIDs it never had
@@ -515,6 +556,7 @@ class ProxyServer:
             self._acknowledged = AcknowledgedWrites()
         self._backend_tls = _backend_tls(config)
         self._front_tls = _server_tls(config)
+        self._discovered = ()  # the file's replicas; the primary's list adds the rest again
         self._apply_backends(config)
         if self._admin is not None and config.admin is not None:
             self._admin.set_token(config.admin)
@@ -747,6 +789,7 @@ class ProxyServer:
             "split_brain": self._metrics.split_brain,
             "on_split_brain": str(self._config.backends.on_split_brain),
             "refusing_writes": self._servers[PRIMARY].refusing is not None,
+            "discovered_replicas": [a.name for a in self._discovered],
             "primary_changes": self._metrics.primary_changes,
         }
 

@@ -178,23 +178,27 @@ class ServerMonitor:
         will not say (an error: no privilege to read replication) stays unknown."""
         flavor = self._flavor.flavor
         try:
-            _, rows = _pymysql.query_table(conn, flavor.read_only_statement())
-            self.read_only = not flavor.parse_read_only(rows[0] if rows else ()).writable
-        except Error as exc:
-            logger.debug("monitor: %s: read-only state unknown: %s", self.address, exc)
-        except Exception as exc:
-            if not _pymysql.is_server_error(exc):
-                raise
-            logger.debug("monitor: %s: read-only state unknown: %s", self.address, exc)
+            table = self._read(conn, flavor.read_only_statement())
+            if table is not None:
+                rows = table[1]
+                self.read_only = not flavor.parse_read_only(rows[0] if rows else ()).writable
+            table = self._read(conn, flavor.replication_sources_statement())
+            if table is not None:
+                self.sources = flavor.parse_replication_sources(*table)
+        except Error as exc:  # an answer that does not parse: it stays unknown
+            logger.debug("monitor: %s: roles unknown: %s", self.address, exc)
+
+    def _read(
+        self, conn: TrackingConnection, sql: str
+    ) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]] | None:
+        """``sql``'s columns and rows, or ``None`` when the server refused it (logged)."""
         try:
-            columns, rows = _pymysql.query_table(conn, flavor.replication_sources_statement())
-            self.sources = flavor.parse_replication_sources(columns, rows)
-        except Error as exc:
-            logger.debug("monitor: %s: replication sources unknown: %s", self.address, exc)
+            return _pymysql.query_table(conn, sql)
         except Exception as exc:
             if not _pymysql.is_server_error(exc):
                 raise
-            logger.debug("monitor: %s: replication sources unknown: %s", self.address, exc)
+            logger.debug("monitor: %s: %s refused: %s", self.address, sql, exc)
+            return None
 
     def _read_history(self, conn: TrackingConnection, roles: list[SharedRoles]) -> None:
         """Once this server became the primary: what it has of the history, for the

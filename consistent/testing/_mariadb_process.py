@@ -259,6 +259,9 @@ class ServerSettings:
                     else ("--skip-log-bin",)
                 ),
                 f"--read-only={int(self.read_only)}",
+                # Listed by the primary's SHOW SLAVE HOSTS (replica discovery).
+                "--report-host=127.0.0.1",
+                f"--report-port={self.port}",
             ]
         args += list(self.extra_args)
         return args

@@ -541,7 +541,9 @@ def _bootstrap_sql(options: TopologyOptions, app_password: str, repl_password: s
             "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, REFERENCES, "
             "CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, CREATE VIEW, SHOW VIEW, "
             "CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER, PROCESS, SHOW DATABASES, "
-            f"BINLOG MONITOR, SLAVE MONITOR ON *.* TO {app}@'{host}';",
+            # REPLICATION MASTER ADMIN: SHOW SLAVE HOSTS, for replica discovery.
+            "BINLOG MONITOR, SLAVE MONITOR, REPLICATION MASTER ADMIN "
+            f"ON *.* TO {app}@'{host}';",
         ]
     return "\n".join(lines) + "\n"
 

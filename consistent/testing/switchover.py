@@ -1,4 +1,5 @@
-"""A write-then-read workload for switchover tests, whatever form the sessions take.
+"""Switchover tests, whatever form the sessions take: a topology whose replicas can be promoted,
+with a table ready, and a write-then-read workload.
 
 Each thread writes a fresh id and reads it back at ``read_own_writes``; it counts every read
 that does not see its own write (a violation), every error by errno, and when each write was
@@ -12,17 +13,30 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pymysql
 
-__all__ = ["CLEAN", "Workload", "wait_for"]
+from consistent.testing.mariadb import MariaDBTopology, start_topology
+
+__all__ = ["CLEAN", "Workload", "promotable_topology", "wait_for"]
 
 #: Errors a client may see while the primary changes, all of them clean: the old primary
 #: refusing a write (1290, read-only), a connection lost (2013), a server gone (2006), a
 #: server that refuses connections (2003, once it is dead).
 CLEAN = frozenset({1290, 2003, 2006, 2013})
+
+
+@contextlib.contextmanager
+def promotable_topology(replicas: int = 2) -> Iterator[MariaDBTopology]:
+    """A MariaDB topology whose replicas keep binary logs (one can be promoted), with the
+    table ``sw.t (id INT, v INT)`` on every server; stopped on exit."""
+    with start_topology(replicas=replicas, promotable=True) as topology:
+        topology.create_database("sw")
+        topology.primary.query("CREATE TABLE sw.t (id INT NOT NULL, v INT NOT NULL, KEY (id))")
+        topology.wait_for_all()
+        yield topology
 
 
 def wait_for(check: Callable[[], object], timeout: float = 10.0) -> None:

@@ -11,18 +11,15 @@ import pytest
 from consistent import aio
 from consistent.dbapi.monitor import process_monitors
 from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
-from consistent.testing.mariadb import MariaDBTopology, start_topology
-from consistent.testing.switchover import wait_for
+from consistent.testing.mariadb import MariaDBTopology
+from consistent.testing.switchover import promotable_topology, wait_for
 
 pytestmark = pytest.mark.mariadb
 
 
 @pytest.fixture
 def promotable() -> Iterator[MariaDBTopology]:
-    with start_topology(replicas=2, promotable=True) as topology:
-        topology.create_database("sw")
-        topology.primary.query("CREATE TABLE sw.t (id INT NOT NULL, v INT NOT NULL, KEY (id))")
-        topology.wait_for_all()
+    with promotable_topology() as topology:
         yield topology
 
 

@@ -20,18 +20,15 @@ from consistent.gtid import MariaPosition
 from consistent.policy import AcknowledgedWrites, ReplicaKnowledge
 from consistent.policy.roles import SharedRoles
 from consistent.telemetry import MemoryExporter, Telemetry, TelemetryConfig
-from consistent.testing.mariadb import MariaDBTopology, start_topology
-from consistent.testing.switchover import CLEAN, Workload, wait_for
+from consistent.testing.mariadb import MariaDBTopology
+from consistent.testing.switchover import CLEAN, Workload, promotable_topology, wait_for
 
 pytestmark = pytest.mark.mariadb
 
 
 @pytest.fixture
 def promotable() -> Iterator[MariaDBTopology]:
-    with start_topology(replicas=2, promotable=True) as topology:
-        topology.create_database("sw")
-        topology.primary.query("CREATE TABLE sw.t (id INT NOT NULL, v INT NOT NULL, KEY (id))")
-        topology.wait_for_all()
+    with promotable_topology() as topology:
         yield topology
 
 

@@ -198,3 +198,33 @@ def test_pool_settings_have_defaults_and_are_checked_by_name() -> None:
         parse(minimal(pool={"hold_prepared": "1s"}))
     with pytest.raises(ConfigError, match="hold_prepare"):
         parse(minimal(pool={"hold_prepare": 1.0}))  # a misspelt key is named
+
+
+def test_role_options() -> None:
+    backends = minimal()["backends"]
+    config = parse(minimal())
+    assert str(config.backends.on_split_brain) == "keep"
+    assert config.backends.discover_replicas == ()
+    assert not config.backends.allows_discovered(Address("127.0.0.1", 3307))
+    allowed = parse(
+        minimal(
+            backends={
+                **backends,
+                "on_split_brain": "Refuse",
+                "discover_replicas": ["10.1.0.0/16", "DB9.example", "::1"],
+            }
+        )
+    ).backends
+    assert str(allowed.on_split_brain) == "refuse"
+    assert allowed.allows_discovered(Address("10.1.2.3", 3306))
+    assert not allowed.allows_discovered(Address("10.2.0.1", 3306))
+    assert allowed.allows_discovered(Address("db9.example", 3306))
+    assert allowed.allows_discovered(Address("::1", 3306))
+    assert not allowed.allows_discovered(Address("127.0.0.1", 3306))
+    for bad, message in (
+        ({"on_split_brain": "panic"}, "on_split_brain must be 'keep' or 'refuse'"),
+        ({"discover_replicas": "10.0.0.0/8"}, "must be a list"),
+        ({"discover_replicas": ["10.0.0.0/99"]}, "neither a network nor a host name"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            parse(minimal(backends={**backends, **bad}))

@@ -1,4 +1,5 @@
-"""What a failover lost: the GTIDs a session required that the new primary never had."""
+"""What a failover lost (the GTIDs a session required that the new primary never had), and the
+replicas a source lists."""
 
 from __future__ import annotations
 
@@ -56,3 +57,11 @@ def test_a_mariadb_replica_that_kept_the_lost_writes_has_diverged() -> None:
 
 def test_a_mysql_replica_never_misleads_by_its_gtid_set() -> None:
     assert MYSQL.diverged(GtidSet.parse(f"{U1}:1-100"), (f"{U1}:1-98",)) is None
+
+
+def test_replica_hosts_as_a_source_lists_them() -> None:
+    columns = ("Server_id", "Host", "Port", "Master_id")
+    rows = [(2, "127.0.0.1", 3307, 1), (3, "", 3308, 1), (4, b"db4", b"3309", 1), (5, "::1", 1, 1)]
+    assert MARIADB.parse_replica_hosts(columns, rows) == {"127.0.0.1:3307", "db4:3309", "[::1]:1"}
+    assert MARIADB.replica_hosts_statement() == "SHOW SLAVE HOSTS"
+    assert MYSQL.replica_hosts_statement() == "SHOW REPLICAS"
