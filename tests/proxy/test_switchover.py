@@ -158,6 +158,11 @@ def test_the_primary_killed_and_a_replica_promoted_takes_the_writes(
         wait_for(lambda: any(t > promoted_at for t in work.oks) and roles(proxy)["primary"] == new)
         acknowledged = len(work.acknowledged)
         wait_for(lambda: len(work.acknowledged) >= acknowledged + 20)
+    print(
+        f"failover: first write acknowledged {work.first_write_after(promoted_at) * 1e3:.0f} ms "
+        f"after the promotion; {len(work.errors)} errors ({sorted(work.codes())}), "
+        f"{work.violations} violations"
+    )
     assert work.violations == 0, work.seen_wrong[:3]
     assert {code for code, _ in work.errors} <= CLEAN, work.errors[:5]
     assert roles(proxy)["primary"] == new
