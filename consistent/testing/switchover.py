@@ -31,10 +31,13 @@ CLEAN = frozenset({1290, 2003, 2006, 2013})
 @contextlib.contextmanager
 def promotable_topology(replicas: int = 2) -> Iterator[MariaDBTopology]:
     """A MariaDB topology whose replicas keep binary logs (one can be promoted), with the
-    table ``sw.t (id INT, v INT)`` on every server; stopped on exit."""
+    tables ``sw.t`` and ``sw.control`` (``id INT, v INT``) on every server; stopped on exit."""
     with start_topology(replicas=replicas, promotable=True) as topology:
         topology.create_database("sw")
-        topology.primary.query("CREATE TABLE sw.t (id INT NOT NULL, v INT NOT NULL, KEY (id))")
+        for table in ("t", "control"):
+            topology.primary.query(
+                f"CREATE TABLE sw.{table} (id INT NOT NULL, v INT NOT NULL, KEY (id))"
+            )
         topology.wait_for_all()
         yield topology
 
@@ -57,8 +60,11 @@ class Workload:
         *,
         persistent: bool = False,
         first_id: int = 1,
+        table: str = "t",
     ) -> None:
         self.connect = connect
+        #: The table written and read (a control workload uses its own).
+        self.table = table
         #: Each thread keeps its session (reconnecting only when the session is gone), rather
         #: than opening one per write-then-read pair.
         self.persistent = persistent
@@ -100,11 +106,11 @@ class Workload:
                 if conn is None:
                     conn = self.connect()
                 with conn.cursor() as cur:
-                    cur.execute("INSERT INTO t VALUES (%s, %s)", (ident, ident))
+                    cur.execute(f"INSERT INTO {self.table} VALUES (%s, %s)", (ident, ident))
                     with self.lock:
                         self.acknowledged.append(ident)
                         self.oks.append(time.monotonic())
-                    cur.execute("SELECT v FROM t WHERE id = %s", (ident,))
+                    cur.execute(f"SELECT v FROM {self.table} WHERE id = %s", (ident,))
                     got = tuple(tuple(row) for row in cur.fetchall())
                     if got != ((ident,),):
                         with self.lock:

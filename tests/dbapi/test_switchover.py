@@ -56,8 +56,8 @@ class Sessions:
         # The monitors start with the first connection, which this one keeps running.
         self.keeper = self.connect()
 
-    def connect(self) -> db.Connection:
-        return db.connect(**self.params)
+    def connect(self, **options: Any) -> db.Connection:
+        return db.connect(**{**self.params, **options})
 
     @property
     def roles(self) -> SharedRoles:
@@ -91,8 +91,16 @@ def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any
 ) -> None:
     old, new = address(promotable.primary), address(promotable.replicas[0])
     wait_for(lambda: sessions.roles.verdict is not None and sessions.roles.primary == old)
-    with Workload(sessions.connect, persistent=persistent) as work:
-        wait_for(lambda: len(work.acknowledged) >= 20)
+    # The control: eventual sessions, with one replica not applying, do read stale rows.
+    promotable.replicas[1].query("STOP SLAVE SQL_THREAD")
+    with (
+        Workload(sessions.connect, persistent=persistent) as work,
+        Workload(
+            lambda: sessions.connect(level="eventual"), persistent=True, table="control"
+        ) as control,
+    ):
+        wait_for(lambda: len(work.acknowledged) >= 20 and control.violations > 0)
+        promotable.replicas[1].query("START SLAVE SQL_THREAD")  # a planned switchover waits
         promoted_at = promotable.switchover(0)
         wait_for(lambda: any(t > promoted_at for t in work.oks) and sessions.roles.primary == new)
         acknowledged_before = len(work.acknowledged)
@@ -101,9 +109,11 @@ def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any
         f"wrapper switchover ({'long sessions' if persistent else 'a session per pair'}): "
         f"first write acknowledged {work.first_write_after(promoted_at) * 1e3:.0f} ms after "
         f"the promotion; {len(work.acknowledged)} writes, {len(work.errors)} errors "
-        f"({sorted(work.codes())}), {work.violations} violations"
+        f"({sorted(work.codes())}), {work.violations} violations; "
+        f"eventual control: {control.violations} stale reads"
     )
     assert work.violations == 0, work.seen_wrong[:3]
+    assert control.violations > 0
     assert work.codes() <= CLEAN, work.errors[:5]
     roles = sessions.roles
     assert (roles.primary, roles.changes, roles.split_brain) == (new, 1, False)

@@ -56,6 +56,13 @@ def connect(proxy: ProxyThread, **kwargs: Any) -> Any:
     )
 
 
+def eventual(proxy: ProxyThread) -> Any:
+    conn = connect(proxy)
+    with conn.cursor() as cur:
+        cur.execute("SET @@consistent_level = 'eventual'")
+    return conn
+
+
 def roles(proxy: ProxyThread) -> dict[str, Any]:
     status: dict[str, Any] = proxy.run(proxy.server.status)
     return dict(status["roles"])
@@ -68,8 +75,14 @@ def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any
     old = f"127.0.0.1:{promotable.primary.port}"
     new = f"127.0.0.1:{promotable.replicas[0].port}"
     assert roles(proxy)["primary"] == old
-    with Workload(lambda: connect(proxy), persistent=persistent) as work:
-        wait_for(lambda: len(work.acknowledged) >= 20)
+    # The control: eventual sessions, with one replica not applying, do read stale rows.
+    promotable.replicas[1].query("STOP SLAVE SQL_THREAD")
+    with (
+        Workload(lambda: connect(proxy), persistent=persistent) as work,
+        Workload(lambda: eventual(proxy), persistent=True, table="control") as control,
+    ):
+        wait_for(lambda: len(work.acknowledged) >= 20 and control.violations > 0)
+        promotable.replicas[1].query("START SLAVE SQL_THREAD")  # a planned switchover waits
         promoted_at = promotable.switchover(0)
         wait_for(lambda: any(t > promoted_at for t in work.oks) and roles(proxy)["primary"] == new)
         acknowledged_before = len(work.acknowledged)
@@ -79,9 +92,11 @@ def test_a_planned_switchover_moves_writes_to_the_new_primary_without_losing_any
         f"switchover ({'long sessions' if persistent else 'a session per pair'}): "
         f"first write acknowledged {first_write * 1e3:.0f} ms after the promotion; "
         f"{len(work.acknowledged)} writes, {len(work.errors)} errors "
-        f"({sorted({code for code, _ in work.errors})}), {work.violations} violations"
+        f"({sorted({code for code, _ in work.errors})}), {work.violations} violations; "
+        f"eventual control: {control.violations} stale reads"
     )
     assert work.violations == 0, work.seen_wrong[:3]
+    assert control.violations > 0
     assert {code for code, _ in work.errors} <= CLEAN, work.errors[:5]
     status = roles(proxy)
     assert (status["primary"], status["primary_changes"], status["split_brain"]) == (new, 1, False)
