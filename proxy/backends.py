@@ -198,18 +198,31 @@ class BackendConnection(PacketEndpoint):
         self.write_deadline = deadlines.write
 
     def submit(self, data: bytes, relay: ResponseRelay) -> None:
-        """Send one command (already framed) whose response ``relay`` handles."""
+        """Send one command (already framed) whose response ``relay`` handles.  On a
+        connection already lost, ``relay`` hears so at once (from the event loop), rather
+        than waiting for an answer that cannot come until its deadline."""
+        if self._lost:
+            self._fail_late(relay)
+            return
         pending = self._pending
         if not pending:
             self._active_at = monotonic()
         pending.append(relay)
-        if not self._lost:
-            self.transport.write(data)  # type: ignore[union-attr]
+        self.transport.write(data)  # type: ignore[union-attr]
         if self._timer is None:
             self._watch(relay)
 
+    def _fail_late(self, relay: ResponseRelay) -> None:
+        callback = relay.on_lost
+        if callback is not None:
+            asyncio.get_running_loop().call_soon(callback, relay, None)
+
     def submit_many(self, items: list[tuple[bytes, ResponseRelay]]) -> None:
         """Send several commands in one write (pipelining); responses come back in order."""
+        if self._lost:
+            for _data, relay in items:
+                self._fail_late(relay)
+            return
         if not self._pending:
             self._active_at = monotonic()
         self._pending.extend([relay for _data, relay in items])

@@ -4,6 +4,7 @@ client that sent them."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import time
@@ -15,9 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from consistent.policy import PRIMARY
 from consistent.testing.mariadb import MariaDBTopology
 from consistent.testing.pytest_plugin import CleanDatabase
-from proxy.config import parse
+from proxy.backends import BackendServer, Credentials
+from proxy.config import Address, parse
+from proxy.handshake import BACKEND_CAPABILITIES
+from proxy.stream import ConnectionClosed
 from proxy.testing import ProxyThread
 
 from .conftest import USERS, connect, standalone_config
@@ -286,3 +291,29 @@ def test_random_and_mutated_commands_close_that_client_only(
         pass  # the proxy may have closed us already
     _drain(sock)
     _alive(lone_proxy)
+
+
+def test_a_statement_on_a_backend_connection_lost_while_idle_fails_at_once() -> None:
+    """The connection died between two statements (its server killed, a switchover): the
+    next one hears so at once, not at its 60 s deadline."""
+
+    async def scenario(server: FakeServer) -> float:
+        backend = BackendServer(
+            PRIMARY, Address("127.0.0.1", server.port), connect_timeout=2.0, max_payload=1 << 24,
+            tls_context=None,
+        )  # fmt: skip
+        credentials = Credentials("u", "p", None, None, BACKEND_CAPABILITIES)
+        conn = await backend.connect(credentials)
+        server.kill_connections()
+        for _ in range(200):
+            if conn.lost:
+                break
+            await asyncio.sleep(0.01)
+        assert conn.lost
+        started = time.monotonic()
+        with pytest.raises(ConnectionClosed):
+            await conn.query("SELECT 1", timeout=60.0)
+        return time.monotonic() - started
+
+    with FakeServer("primary") as server:
+        assert asyncio.run(scenario(server)) < 10.0
