@@ -91,7 +91,7 @@ from consistent.policy.deadlines import (
     DEFAULT_WRITE_TIMEOUT,
     Deadlines,
 )
-from consistent.policy.roles import OnSplitBrain
+from consistent.policy.roles import AllowList, OnSplitBrain
 from consistent.protocol import CACHING_SHA2_PASSWORD, MYSQL_NATIVE_PASSWORD
 
 __all__ = [
@@ -201,19 +201,7 @@ class BackendsConfig:
     on_split_brain: OnSplitBrain = OnSplitBrain.KEEP
     #: Replicas the primary lists (``SHOW SLAVE HOSTS`` / ``SHOW REPLICAS``) whose address is in
     #: one of these networks, or is one of these host names, join the replicas (empty: off).
-    discover_replicas: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network | str, ...] = ()
-
-    def allows_discovered(self, address: Address) -> bool:
-        """Whether a replica the primary listed at ``address`` may join (see
-        :attr:`discover_replicas`)."""
-        try:
-            ip = ipaddress.ip_address(address.host)
-        except ValueError:
-            return address.host.lower() in self.discover_replicas
-        return any(
-            not isinstance(allowed, str) and ip.version == allowed.version and ip in allowed
-            for allowed in self.discover_replicas
-        )
+    discover_replicas: AllowList = field(default_factory=AllowList)
 
     @property
     def replica_names(self) -> tuple[str, ...]:
@@ -447,24 +435,14 @@ def _backends(data: Mapping[str, Any], base: Path | None) -> BackendsConfig:
     )
 
 
-def _allow_list(
-    value: object,
-) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network | str, ...]:
-    """Networks (``10.1.0.0/16``, ``127.0.0.1``) or host names (lower-cased)."""
+def _allow_list(value: object) -> AllowList:
+    """Networks (``10.1.0.0/16``, ``127.0.0.1``) or host names."""
     if not isinstance(value, list):
         raise ConfigError("backends.discover_replicas must be a list of networks or host names")
-    allowed: list[ipaddress.IPv4Network | ipaddress.IPv6Network | str] = []
-    for item in value:
-        text = _text(item, "backends.discover_replicas").strip()
-        try:
-            allowed.append(ipaddress.ip_network(text, strict=False))
-        except ValueError:
-            if not text or "/" in text or any(c.isspace() for c in text):
-                raise ConfigError(
-                    f"backends.discover_replicas: {text!r} is neither a network nor a host name"
-                ) from None
-            allowed.append(text.lower())
-    return tuple(allowed)
+    try:
+        return AllowList.parse(_text(item, "backends.discover_replicas") for item in value)
+    except InterfaceError as e:
+        raise ConfigError(f"backends.{e.args[-1]}") from None
 
 
 def _split_brain(value: object) -> OnSplitBrain:

@@ -437,7 +437,7 @@ class ProxyServer:
                 address = Address.parse(name)
             except ConfigError:
                 continue
-            if address.name not in known and b.allows_discovered(address):
+            if address.name not in known and b.discover_replicas.allows(address.host):
                 joining.append(address)
         leaving = [a for a in self._discovered if a.name not in listed]
         if not joining and not leaving:

@@ -25,7 +25,8 @@ monitor's period (``0``: no monitor; see :mod:`consistent.dbapi.monitor`).
 Roles: with ``discover_roles`` (on by default) the monitors learn which server is the primary
 from the servers themselves (``read_only``, replication sources), so the configured primary
 is a starting hint; ``on_split_brain`` (``keep`` or ``refuse``) says what writes do while two
-servers accept them (see :mod:`consistent.policy.roles`).
+servers accept them (see :mod:`consistent.policy.roles`); ``discover_replicas`` (networks or
+host names, comma-separated in a URL) lets replicas the primary lists join.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from consistent.policy.deadlines import (
     Deadlines,
     parse_deadline,
 )
-from consistent.policy.roles import OnSplitBrain
+from consistent.policy.roles import AllowList, OnSplitBrain
 from consistent.policy.states import FlavorName
 
 __all__ = [
@@ -216,6 +217,8 @@ class ConnectConfig:
     discover_roles: bool = True
     #: What writes do while two servers accept them.
     on_split_brain: OnSplitBrain = OnSplitBrain.KEEP
+    #: Replicas the primary lists that may join (empty: replica discovery is off).
+    discover_replicas: AllowList = field(default_factory=AllowList)
 
     @property
     def servers(self) -> tuple[ServerSpec, ...]:
@@ -278,11 +281,14 @@ def parse_url(url: str) -> dict[str, Any]:
         kwargs["database"] = database
     replicas: list[ServerSpec] = []
     functions: list[str] = []
+    allowed: list[str] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key in ("replica", "replicas"):
             replicas.extend(ServerSpec.parse(v) for v in value.split(",") if v)
         elif key == "read_only_functions":
             functions.append(value)
+        elif key == "discover_replicas":
+            allowed.append(value)
         elif key in ("level", "on_timeout", "flavor", "on_split_brain"):
             kwargs[key] = value
         elif key in _OUR_NUMBERS:
@@ -295,6 +301,8 @@ def parse_url(url: str) -> dict[str, Any]:
         kwargs["replicas"] = replicas
     if functions:
         kwargs["read_only_functions"] = ",".join(functions)
+    if allowed:
+        kwargs["discover_replicas"] = ",".join(allowed)
     return kwargs
 
 
@@ -372,6 +380,7 @@ def build_config(
     monitor_interval: float | None = DEFAULT_MONITOR_INTERVAL,
     discover_roles: bool = True,
     on_split_brain: OnSplitBrain | str = OnSplitBrain.KEEP,
+    discover_replicas: str | Iterable[str] | None = None,
     **options: Any,
 ) -> ConnectConfig:
     """Validate and assemble a :class:`ConnectConfig` (``options`` are PyMySQL keywords;
@@ -434,6 +443,7 @@ def build_config(
         monitor_interval=parse_deadline("monitor_interval", monitor_interval),
         discover_roles=bool(discover_roles),
         on_split_brain=OnSplitBrain.parse(on_split_brain),
+        discover_replicas=AllowList.parse(discover_replicas),
     )
 
 

@@ -9,6 +9,7 @@ it and adds the methods that talk to the servers, blocking or awaited.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -19,6 +20,7 @@ from consistent.dbapi.config import ServerSpec
 from consistent.dbapi.core import NOT_CONNECTED, PRIMARY_LOST, Link, SessionCore
 from consistent.dbapi.monitor import process_monitors
 from consistent.policy import PRIMARY, process_knowledge
+from consistent.policy.roles import SharedRoles
 from consistent.telemetry import default_telemetry
 from consistent.telemetry.roles import role_change_record
 
@@ -185,6 +187,7 @@ class ConnectionBase(SessionCore):
             knowledge if knowledge is not None else process_knowledge(),
             config.primary.name,
             [s.name for s in config.servers],
+            config.discover_replicas,
         )
         self._roles = roles
         if roles.primary != config.primary.name:
@@ -201,6 +204,8 @@ class ConnectionBase(SessionCore):
         roles = self._roles
         if roles is None:
             return
+        if roles.discovered_version != self._discovered_version:
+            self._follow_discovered(roles)
         if roles.primary != self._config.primary.name:
             self._move_primary(roles.primary)
         history = roles.history
@@ -210,6 +215,31 @@ class ConnectionBase(SessionCore):
                 self._check_lost(history[0], history[1])
         if self._lost_gtids is not None:
             self._span.lost(self._lost_gtids)
+
+    def _follow_discovered(self, roles: SharedRoles) -> None:
+        """Replicas the primary lists joined or left the topology: the session reads from
+        the ones that joined from now on (a connection of their own each, opened when
+        first used), and no more from the ones that left."""
+        self._discovered_version = roles.discovered_version
+        config = self._config
+        now = roles.discovered - {config.primary.name}
+        gone = self._discovered - now
+        kept = [spec for spec in config.replicas if spec.name not in gone]
+        names = {spec.name for spec in kept} | {config.primary.name}
+        joining = [ServerSpec.parse(name) for name in sorted(now - names)]
+        self._discovered = frozenset(now)
+        if not gone and not joining:
+            return
+        for name in gone:
+            link = self._replicas.pop(name, None)
+            if link is not None:
+                link.drop()
+        tracer = self._tracer
+        for spec in joining:
+            self._replicas[spec.name] = self._new_link(spec, replica=True)
+            tracer.set_address(spec.name, (spec.host, spec.port))
+        self._config = dataclasses.replace(config, replicas=(*kept, *joining))
+        self._policy.replicas = [spec.name for spec in self._config.replicas]
 
     def _check_lost(self, primary: str, row: Sequence[object]) -> None:
         """Compare what the session requires with what its new primary ever had: GTIDs it

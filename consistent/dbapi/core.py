@@ -195,6 +195,9 @@ class SessionCore:
         # required GTIDs that primary never had (a failover lost them).
         self._history: object = None
         self._lost_gtids: str | None = None
+        # The discovered replicas the session reads from, as of the roles' version.
+        self._discovered: frozenset[str] = frozenset()
+        self._discovered_version = 0
         self._policy_or_none: SessionPolicy | None = None
         self._pending: PendingGtids | None = None
         self.last_decision: Decision | None = None

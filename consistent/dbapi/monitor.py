@@ -46,9 +46,10 @@ from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi._pymysql import TrackingConnection
 from consistent.errors import Error
+from consistent.hostport import split_host_port
 from consistent.policy import ReplicaKnowledge
 from consistent.policy.deadlines import monitor_poll_timeout
-from consistent.policy.roles import ServerObservation, SharedRoles
+from consistent.policy.roles import AllowList, ServerObservation, SharedRoles
 
 __all__ = ["MonitorRegistry", "ServerMonitor", "process_monitors"]
 
@@ -89,6 +90,9 @@ class ServerMonitor:
         #: The roles last read: ``@@read_only`` (``None``: not known) and the sources.
         self.read_only: bool | None = None
         self.sources: frozenset[str] | None = None
+        #: Started for a replica the primary listed (replica discovery).
+        self.discovered = False
+        self._replicas_refused = False
         self._conn: TrackingConnection | None = None
         self._stop = threading.Event()
         #: The connections this monitor serves (held weakly).
@@ -152,6 +156,7 @@ class ServerMonitor:
                 self._read_roles(conn)
                 if is_primary:
                     self._read_history(conn, roles)
+                    self._list_replicas(conn, roles)
         except Exception as exc:
             self._close()
             if self.healthy is not False:
@@ -200,6 +205,34 @@ class ServerMonitor:
             logger.debug("monitor: %s: %s refused: %s", self.address, sql, exc)
             return None
 
+    def _list_replicas(self, conn: TrackingConnection, roles: list[SharedRoles]) -> None:
+        """Replica discovery: the replicas connected to this primary that a topology's
+        allow-list admits join it, with monitors of their own; those no longer listed
+        leave."""
+        wanting = [shared for shared in roles if shared.allow]
+        if not wanting:
+            return
+        flavor = self._flavor.flavor
+        table = self._read(conn, flavor.replica_hosts_statement())
+        if table is None:
+            if not self._replicas_refused:
+                self._replicas_refused = True
+                logger.warning(
+                    "monitor: %s will not list its replicas (the user needs REPLICATION "
+                    "MASTER ADMIN on MariaDB, REPLICATION SLAVE on MySQL)",
+                    self.address,
+                )
+            return
+        try:
+            listed = flavor.parse_replica_hosts(*table)
+        except Error as exc:
+            logger.debug("monitor: %s: replicas unknown: %s", self.address, exc)
+            return
+        for shared in wanting:
+            joined, left = shared.listed(listed)
+            if joined or left:
+                self._registry.follow_discovered(self, shared, joined, left)
+
     def _read_history(self, conn: TrackingConnection, roles: list[SharedRoles]) -> None:
         """Once this server became the primary: what it has of the history, for the
         sessions to tell whether the change lost GTIDs they required."""
@@ -240,16 +273,23 @@ class MonitorRegistry:
         self._roles: dict[tuple[int, frozenset[str]], SharedRoles] = {}
 
     def roles(
-        self, knowledge: ReplicaKnowledge, primary: str, servers: Sequence[str]
+        self,
+        knowledge: ReplicaKnowledge,
+        primary: str,
+        servers: Sequence[str],
+        allow: AllowList | None = None,
     ) -> SharedRoles:
         """The roles of the topology of ``servers`` (all of them, the primary included):
         those its monitors already learnt, whichever server a connection names as the
-        primary, or new ones that start from ``primary``."""
+        primary, or new ones that start from ``primary``.  ``allow``: replicas the primary
+        lists there may join (the first connection that gives one turns discovery on)."""
         key = (id(knowledge), frozenset(servers))
         with self._lock:
             shared = self._roles.get(key)
             if shared is None:
                 shared = self._roles[key] = SharedRoles(primary, servers, knowledge)
+            if allow and not shared.allow:
+                shared.allow = allow
             return shared
 
     def attach(
@@ -288,6 +328,49 @@ class MonitorRegistry:
                 monitor.users.add(user)
                 if roles is not None and roles not in monitor.roles:
                     monitor.roles = [*monitor.roles, roles]
+        for monitor in started:
+            monitor.start()
+
+    def follow_discovered(
+        self,
+        primary: ServerMonitor,
+        roles: SharedRoles,
+        joined: frozenset[str],
+        left: frozenset[str],
+    ) -> None:
+        """Monitor the replicas that joined ``roles`` (connecting as ``primary``'s monitor
+        does, for as long as it has users), and stop those started for replicas that left."""
+        user = str(primary._options.get("user", ""))
+        started: list[ServerMonitor] = []
+        with self._lock:
+            for name in joined:
+                key = (id(primary._knowledge), name, user)
+                monitor = self._monitors.get(key)
+                if monitor is None:
+                    host, port = split_host_port(name)
+                    monitor = ServerMonitor(
+                        name,
+                        primary.primary,
+                        {**primary._options, "host": host, "port": port},
+                        primary._knowledge,
+                        primary._flavor,
+                        interval=primary.interval,
+                        registry=self,
+                    )
+                    monitor.discovered = True
+                    monitor.users = primary.users  # the same connections, the same lifetime
+                    self._monitors[key] = monitor
+                    started.append(monitor)
+                if roles not in monitor.roles:
+                    monitor.roles = [*monitor.roles, roles]
+            for name in left:
+                monitor = self._monitors.get((id(primary._knowledge), name, user))
+                if monitor is None or not monitor.discovered:
+                    continue
+                monitor.roles = [shared for shared in monitor.roles if shared is not roles]
+                if not monitor.roles:
+                    monitor.users = weakref.WeakSet()
+                    monitor.wake()
         for monitor in started:
             monitor.start()
 

@@ -28,6 +28,7 @@ new primary's history (:meth:`SharedRoles.trusts`).
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +41,7 @@ from consistent.gtid import GtidState
 from consistent.policy.knowledge import ReplicaKnowledge
 
 __all__ = [
+    "AllowList",
     "OnSplitBrain",
     "RoleVerdict",
     "ServerObservation",
@@ -66,6 +68,49 @@ class OnSplitBrain(StrEnum):
             raise InterfaceError(
                 f"on_split_brain must be 'keep' or 'refuse', not {value!r}"
             ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class AllowList:
+    """Where discovered replicas may be: networks (``10.1.0.0/16``, ``127.0.0.1``) or host
+    names (compared without case).  Empty: replica discovery is off."""
+
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    names: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, items: Iterable[str] | str | None) -> AllowList:
+        """From a list, or comma-separated text; :class:`InterfaceError` names a bad item."""
+        if items is None:
+            return cls()
+        if isinstance(items, str):
+            items = items.split(",")
+        networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        names: set[str] = set()
+        for item in items:
+            text = str(item).strip()
+            if not text:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(text, strict=False))
+            except ValueError:
+                if "/" in text or any(c.isspace() for c in text):
+                    raise InterfaceError(
+                        f"discover_replicas: {text!r} is neither a network nor a host name"
+                    ) from None
+                names.add(text.lower())
+        return cls(tuple(networks), frozenset(names))
+
+    def __bool__(self) -> bool:
+        return bool(self.networks or self.names)
+
+    def allows(self, host: str) -> bool:
+        """Whether a replica at ``host`` (an IP literal or a name) may join."""
+        try:
+            ip = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            return host.lower() in self.names
+        return any(ip.version == net.version and ip in net for net in self.networks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +169,15 @@ class SharedRoles:
     ) -> None:
         #: The server writes go to (``host:port``).
         self.primary = primary
-        #: The servers of the topology.
+        #: The servers of the topology: those configured, and those discovered.
         self.servers = frozenset(servers)
+        self.configured = self.servers
+        #: Where discovered replicas may be (empty: discovery off; see :meth:`listed`).
+        self.allow = AllowList()
+        #: Replicas that joined because the primary lists them, and a number that grows
+        #: whenever that set changes (connections compare it with the last they followed).
+        self.discovered: frozenset[str] = frozenset()
+        self.discovered_version = 0
         #: Two or more servers accept writes and replicate from none.
         self.split_brain = False
         #: Times the primary changed.
@@ -214,6 +266,29 @@ class SharedRoles:
             )
         return False
 
+    def listed(self, replicas: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+        """The primary lists ``replicas`` (``host:port``): those on the allow-list that are not
+        configured are the discovered ones from now on.  Returns those that joined and those
+        that left."""
+        allowed = frozenset(
+            name for name in replicas - self.configured if self.allow.allows(_host(name))
+        )
+        with self._lock:
+            # A discovered replica that became the primary stays (it lists itself nowhere).
+            allowed |= self.discovered & {self.primary}
+            joined, left = allowed - self.discovered, self.discovered - allowed
+            if joined or left:
+                for name in sorted(joined):
+                    logger.info("replica %s discovered (the primary lists it): it joins", name)
+                for name in sorted(left):
+                    logger.info("discovered replica %s is no longer listed: it leaves", name)
+                self.discovered = allowed
+                self.servers = self.configured | allowed
+                for name in left:
+                    self._seen.pop(name, None)
+                self.discovered_version += 1
+        return joined, left
+
     def wants_history(self, address: str) -> bool:
         """Whether the monitor of ``address`` is to read its history: it became the primary
         and nobody read it since."""
@@ -231,3 +306,9 @@ class SharedRoles:
         elif self.split_brain and not verdict.split_brain:
             logger.warning("split brain resolved: %s is the primary", verdict.primary)
         self.split_brain = verdict.split_brain
+
+
+def _host(address: str) -> str:
+    """The host of ``host:port`` (``[v6]:port`` too)."""
+    host = address.rpartition(":")[0]
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host

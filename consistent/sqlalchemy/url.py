@@ -40,7 +40,7 @@ _NUMBERS: Final = frozenset(
 _BOOLEANS: Final = frozenset({"autocommit", "retry_reads", "discover_roles"})
 _REPLICAS: Final = frozenset({"replica", "replicas"})
 # Comma-separated lists that may also be repeated.
-_LISTS: Final = frozenset({"read_only_functions"})
+_LISTS: Final = frozenset({"read_only_functions", "discover_replicas"})
 #: Query options the dialect consumes itself; the rest are PyMySQL's.
 CONSISTENCY_OPTIONS: Final = _TEXT | _NUMBERS | _BOOLEANS | _REPLICAS | _LISTS
 

@@ -204,8 +204,8 @@ def test_role_options() -> None:
     backends = minimal()["backends"]
     config = parse(minimal())
     assert str(config.backends.on_split_brain) == "keep"
-    assert config.backends.discover_replicas == ()
-    assert not config.backends.allows_discovered(Address("127.0.0.1", 3307))
+    assert not config.backends.discover_replicas
+    assert not config.backends.discover_replicas.allows("127.0.0.1")
     allowed = parse(
         minimal(
             backends={
@@ -216,11 +216,11 @@ def test_role_options() -> None:
         )
     ).backends
     assert str(allowed.on_split_brain) == "refuse"
-    assert allowed.allows_discovered(Address("10.1.2.3", 3306))
-    assert not allowed.allows_discovered(Address("10.2.0.1", 3306))
-    assert allowed.allows_discovered(Address("db9.example", 3306))
-    assert allowed.allows_discovered(Address("::1", 3306))
-    assert not allowed.allows_discovered(Address("127.0.0.1", 3306))
+    assert allowed.discover_replicas.allows("10.1.2.3")
+    assert not allowed.discover_replicas.allows("10.2.0.1")
+    assert allowed.discover_replicas.allows("db9.example")
+    assert allowed.discover_replicas.allows("::1")
+    assert not allowed.discover_replicas.allows("127.0.0.1")
     for bad, message in (
         ({"on_split_brain": "panic"}, "on_split_brain must be 'keep' or 'refuse'"),
         ({"discover_replicas": "10.0.0.0/8"}, "must be a list"),

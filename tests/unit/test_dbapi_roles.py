@@ -7,7 +7,7 @@ import pytest
 
 import consistent.dbapi as db
 from consistent.dbapi.config import build_config, parse_url
-from consistent.policy.roles import OnSplitBrain, ServerObservation, SharedRoles
+from consistent.policy.roles import AllowList, OnSplitBrain, ServerObservation, SharedRoles
 
 A, B, C = "10.0.0.1:3306", "10.0.0.2:3306", "10.0.0.3:3306"
 
@@ -87,3 +87,35 @@ def test_with_primary_swaps_the_roles_of_two_servers() -> None:
     assert moved.primary.name == C
     assert [s.name for s in moved.replicas] == [A, B]
     assert {s.name for s in moved.servers} == {A, B, C}
+
+
+def test_listed_replicas_join_when_allowed_and_leave_when_no_longer_listed() -> None:
+    roles = SharedRoles(A, [A, B])
+    assert roles.listed(frozenset({B, C})) == (frozenset(), frozenset())  # discovery off
+    roles.allow = AllowList.parse("10.0.0.0/24")
+    version = roles.discovered_version
+    assert roles.listed(frozenset({B, C, "192.168.1.1:3306"})) == (frozenset({C}), frozenset())
+    assert roles.servers == {A, B, C}
+    assert roles.discovered_version == version + 1
+    roles.observe(seen(A, read_only=True, sources=frozenset()))
+    roles.observe(seen(B, read_only=True, sources=frozenset({A})))
+    roles.observe(seen(C, read_only=False, sources=frozenset()))  # a discovered one promoted
+    assert roles.primary == C
+    assert roles.listed(frozenset({A, B})) == (frozenset(), frozenset())  # it stays
+    roles.observe(seen(C, read_only=True, sources=frozenset({A})))
+    roles.observe(seen(A, read_only=False, sources=frozenset()))
+    assert roles.primary == A
+    assert roles.listed(frozenset({B})) == (frozenset(), frozenset({C}))
+    assert roles.servers == {A, B}
+
+
+def test_allow_lists() -> None:
+    allow = AllowList.parse(["10.1.0.0/16", "DB9.example", "::1", ""])
+    assert allow
+    assert not AllowList.parse(None)
+    assert allow.allows("10.1.2.3")
+    assert not allow.allows("10.2.0.1")
+    assert allow.allows("db9.example")
+    assert allow.allows("[::1]")
+    with pytest.raises(db.InterfaceError, match="neither a network nor a host name"):
+        AllowList.parse("10.0.0.0/99")
