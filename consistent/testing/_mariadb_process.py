@@ -157,6 +157,15 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def private_tmpdir(datadir: Path) -> Path:
+    """A temporary directory for one server alone, beside its data directory: servers that
+    share ``/tmp`` (several topologies, several test runs) can trip over each other's
+    temporary files while they bootstrap."""
+    path = datadir.with_name(datadir.name + "-tmp")
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
 def install_datadir(
     binaries: MariaDBBinaries, datadir: Path, bootstrap_sql: str, timeout: float
 ) -> None:
@@ -173,6 +182,7 @@ def install_datadir(
         "--auth-root-authentication-method=normal",
         "--skip-test-db",
         f"--extra-file={extra}",
+        f"--tmpdir={private_tmpdir(datadir)}",
         *_STORAGE_ARGS,
     ]
     # Its own process group: the script runs ``mariadbd --bootstrap`` as a child, which must
@@ -241,6 +251,7 @@ class ServerSettings:
             f"--pid-file={self.datadir / 'mysqld.pid'}",
             f"--log-error={self.error_log}",
             f"--server-id={self.server_id}",
+            f"--tmpdir={private_tmpdir(self.datadir)}",
             *_STORAGE_ARGS,
             *_SERVER_ARGS,
         ]
