@@ -591,6 +591,7 @@ class HealthMonitor:
         self._read_only_due = 0.0
         #: Seconds between reads of the roles (the read-only state and the sources).
         self.read_only_interval = READ_ONLY_CHECK_INTERVAL
+        self._sources_due = 0.0
 
     @property
     def executed(self) -> str | None:
@@ -692,9 +693,16 @@ class HealthMonitor:
             )
         else:
             self._knowledge.record_failure(self.server.name)  # not to be read from
-        if self._clock() >= self._read_only_due:
+        now = self._clock()
+        if now >= self._read_only_due:
             await self._check_read_only(conn, flavor, timeout)
-            await self._check_sources(conn, flavor, timeout)
+            # Only a writable server's sources decide a role: a read-only one's are read
+            # once a second, for /status (SHOW SLAVE STATUS contends with the replica's own
+            # replication threads).
+            protection = self.write_protection
+            if protection is None or protection.writable or now >= self._sources_due:
+                self._sources_due = now + READ_ONLY_CHECK_INTERVAL
+                await self._check_sources(conn, flavor, timeout)
             if self.on_roles is not None:
                 self.on_roles(self)
 

@@ -179,17 +179,21 @@ class ServerMonitor:
         self._tell(roles)
 
     def _read_roles(self, conn: TrackingConnection) -> None:
-        """Read the server's ``read_only`` state and replication sources; what the server
-        will not say (an error: no privilege to read replication) stays unknown."""
+        """Read the server's ``read_only`` state, and its replication sources while it
+        accepts writes; what the server will not say (an error: no privilege to read
+        replication) stays unknown."""
         flavor = self._flavor.flavor
         try:
             table = self._read(conn, flavor.read_only_statement())
             if table is not None:
                 rows = table[1]
                 self.read_only = not flavor.parse_read_only(rows[0] if rows else ()).writable
-            table = self._read(conn, flavor.replication_sources_statement())
-            if table is not None:
-                self.sources = flavor.parse_replication_sources(*table)
+            if self.read_only is not True:
+                # Only a writable server's sources decide its role (SHOW SLAVE STATUS
+                # contends with a replica's own replication threads).
+                table = self._read(conn, flavor.replication_sources_statement())
+                if table is not None:
+                    self.sources = flavor.parse_replication_sources(*table)
         except Error as exc:  # an answer that does not parse: it stays unknown
             logger.debug("monitor: %s: roles unknown: %s", self.address, exc)
 
