@@ -219,6 +219,12 @@ class Flavor(ABC):
     def read_only_statement(self) -> str:
         """``SELECT`` of the variables that keep a server from accepting writes."""
 
+    def executed_and_read_only_statement(self, role: ServerRole) -> str:
+        """One ``SELECT`` of :meth:`executed_state_statement`'s column then
+        :meth:`read_only_statement`'s: a monitor learns both in one round trip."""
+        read_only = self.read_only_statement().removeprefix("SELECT ")
+        return f"{self.executed_state_statement(role)}, {read_only}"
+
     def replication_sources_statement(self) -> str:
         """The statement listing the server's replication channels (one row per channel)."""
         return "SHOW REPLICA STATUS"

@@ -46,6 +46,7 @@ from consistent.dbapi import _pymysql
 from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi._pymysql import TrackingConnection
 from consistent.errors import Error
+from consistent.flavors import ServerRole
 from consistent.hostport import split_host_port
 from consistent.policy import ReplicaKnowledge
 from consistent.policy.deadlines import monitor_poll_timeout
@@ -150,13 +151,20 @@ class ServerMonitor:
             conn = self._conn
             if conn is None or not conn.open:
                 conn = self._conn = TrackingConnection(observer=None, **self._options)
-            statement = flavor.primary_executed if is_primary else flavor.replica_executed
-            state = flavor.parse_executed(_pymysql.query_value(conn, statement))
             if roles:
-                self._read_roles(conn)
+                # The roles ride on the executed-state poll: one round trip, as without them.
+                role = ServerRole.PRIMARY if is_primary else ServerRole.REPLICA
+                sql = flavor.flavor.executed_and_read_only_statement(role)
+                _, rows = _pymysql.query_table(conn, sql)
+                row = rows[0] if rows else (None,)
+                state = flavor.parse_executed(row[0])
+                self._read_roles(conn, row[1:])
                 if is_primary:
                     self._read_history(conn, roles)
                     self._list_replicas(conn, roles)
+            else:
+                statement = flavor.primary_executed if is_primary else flavor.replica_executed
+                state = flavor.parse_executed(_pymysql.query_value(conn, statement))
         except Exception as exc:
             self._close()
             if self.healthy is not False:
@@ -178,17 +186,14 @@ class ServerMonitor:
             knowledge.record_failure(self.address)  # not to be read from (see trusts)
         self._tell(roles)
 
-    def _read_roles(self, conn: TrackingConnection) -> None:
-        """Read the server's ``read_only`` state, and its replication sources while it
-        accepts writes; what the server will not say (an error: no privilege to read
-        replication) stays unknown."""
+    def _read_roles(self, conn: TrackingConnection, read_only: Sequence[object]) -> None:
+        """Take the server's ``read_only`` state (the poll's other columns), and read its
+        replication sources while it accepts writes; what the server will not say (an
+        error: no privilege to read replication) stays unknown."""
         flavor = self._flavor.flavor
         try:
-            table = self._read(conn, flavor.read_only_statement())
-            if table is not None:
-                rows = table[1]
-                self.read_only = not flavor.parse_read_only(rows[0] if rows else ()).writable
-            if self.read_only is not True:
+            self.read_only = not flavor.parse_read_only(read_only).writable
+            if not self.read_only:
                 # Only a writable server's sources decide its role (SHOW SLAVE STATUS
                 # contends with a replica's own replication threads).
                 table = self._read(conn, flavor.replication_sources_statement())
