@@ -20,7 +20,7 @@ import pymysql
 
 from consistent.testing.mariadb import MariaDBTopology, start_topology
 
-__all__ = ["CLEAN", "Workload", "promotable_topology", "wait_for"]
+__all__ = ["CLEAN", "Workload", "check_failover", "promotable_topology", "wait_for"]
 
 #: Errors a client may see while the primary changes, all of them clean: the old primary
 #: refusing a write (1290, read-only), a connection lost (2013), a server gone (2006), a
@@ -130,3 +130,22 @@ class Workload:
                 conn = None
         if conn is not None:
             conn.close()
+
+
+def check_failover(topology: MariaDBTopology, work: Workload, before: list[int]) -> set[int]:
+    """Once replicas caught up with the new primary: nothing was applied twice, every write of
+    ``before`` (acknowledged before the failover and replicated) is there, and the last writes
+    after it too.  Writes the old primary acknowledged and the promoted replica never applied
+    are lost; a read may have missed those only.  Returns the lost ids."""
+    topology.wait_for_all()
+    rows = topology.primary.query("SELECT id, COUNT(*) AS n FROM sw.t GROUP BY id")
+    counts = {int(r["id"]): int(r["n"]) for r in rows}
+    lost = {ident for ident in work.acknowledged if ident not in counts}
+    print(f"  {len(lost)} writes lost by the failover, {work.violations} reads missed one")
+    assert {ident for ident, _, _ in work.seen_wrong} <= lost, work.seen_wrong[:3]
+    assert max(counts.values()) == 1  # nothing applied twice
+    assert all(counts.get(ident) == 1 for ident in before)
+    after = [i for i in work.acknowledged if i > max(before)]
+    assert after
+    assert all(counts.get(ident) == 1 for ident in after[-20:])
+    return lost
