@@ -15,7 +15,9 @@ parallel with no Python on the executors:
   bursts (up to 2.5 s on the first hop, 1.2 s more on the second);
 * reads go to a replica: ``eventual`` without waiting, the others when it has the session's
   requirement (``known_covered``), after a wait when it catches up within the timeout
-  (``waited``), else to the primary (``timeout_fallback``);
+  (``waited``), else to the primary (``timeout_fallback``); a ``known_covered`` read records
+  what the router knew of its replica (``consistent.replica.known_*``: the replica's state
+  from its own OK packets, learnt 1 µs before the read);
 * each replica is sampled every 100 ms (MySQL WL#7374 fields: last queued and applied
   transaction with original and immediate commit timestamps, and the derived lags).
 
@@ -41,6 +43,8 @@ _NS_PER_MS: Final = 1_000_000
 _DT: Final = _NS_PER_MS  # one statement per ms
 _WRITE_NS: Final = 800_000
 _READ_NS: Final = 400_000
+#: How long before a ``known_covered`` read the router learnt the replica's state.
+_KNOWN_BEFORE_NS: Final = 1_000
 _SAMPLE_EVERY_NS: Final = 100 * _NS_PER_MS
 _SESSION_LENGTH: Final = 50
 _WRITE_EVERY: Final = 5
@@ -79,6 +83,9 @@ class SyntheticConfig:
     base_lag_ms: float = 15.0
     #: Fraction of lag samples among the records.
     sample_share: float = 0.02
+    #: Whether ``known_covered`` reads record what the router knew of their replica (without
+    #: it, the audit can prove only the reads a lag sample brackets).
+    known_states: bool = True
 
     def __post_init__(self) -> None:
         if self.sessions <= 0 or self.sessions % _WRITE_EVERY:
@@ -149,6 +156,10 @@ class _Model:
 
     def gtid(self, gno: Column) -> Column:
         return F.concat(F.lit(self.c.primary_uuid + ":"), gno.cast("string"))
+
+    def gtid_range(self, gno: Column) -> Column:
+        """GNOs ``1..gno`` of the primary (null when ``gno`` is 0)."""
+        return F.when(gno > 0, F.concat(F.lit(self.c.primary_uuid + ":1-"), gno.cast("string")))
 
 
 def _conform(frame: DataFrame, schema: StructType) -> DataFrame:
@@ -277,6 +288,9 @@ def _route(frame: DataFrame, model: _Model) -> DataFrame:
         F.lit(_READ_NS) + F.coalesce(wait_ns, F.lit(0))
     )
     target = F.when(to_primary, F.lit("primary")).otherwise(replica_name)
+    known = reading & (level != "eventual") & col("_needs") & col("_covered")
+    if not c.known_states:
+        known = F.lit(False)
     own_gno = model.writes_before(col("id")) + 1
     routed = frame.select(
         F.lit("bench").alias("service_name"),
@@ -329,6 +343,11 @@ def _route(frame: DataFrame, model: _Model) -> DataFrame:
         .otherwise(F.lit("none"))
         .alias("wait_outcome"),
         F.when(has_wait, F.lit(1)).otherwise(F.lit(0)).alias("wait_count"),
+        # What the router knew of the replica a ``known_covered`` read went to: its state
+        # from the replica's own OK packets, learnt just before the read began.
+        F.when(known, model.gtid_range(applied)).alias("replica_known_executed"),
+        F.when(known, start - F.lit(_KNOWN_BEFORE_NS)).alias("replica_known_at_ns"),
+        F.when(known, F.lit("tracked")).alias("replica_known_source"),
         F.when(F.col("_write"), model.gtid(own_gno)).alias("gtid_produced"),
         F.when(F.col("_write"), F.lit(1)).alias("gtid_produced_count"),
     ).withColumn("trace_id", F.concat("_t1", "_t2"))

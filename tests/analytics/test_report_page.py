@@ -115,6 +115,7 @@ def result(
         second_hop_peak_ms=200.0,
         sample_share=0.01,  # samples 200 ms apart: some reads fall between two of them
         wait_timeout_ms=150.0,  # shorter than the bursts: some waits time out
+        known_states=False,  # reads only samples decide: some stay unproven
     )
     lines = synthetic.otlp_lines(synthetic.generate(spark, 4000, config), batch=256).collect()
     traces = tmp_path_factory.mktemp("page-traces") / "traces.jsonl"
