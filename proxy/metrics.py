@@ -15,6 +15,11 @@ increment while the target's reason stays the same); the totals add up the talli
 read.  Each proxy has its own
 ``CollectorRegistry`` (no process-global registry), so several proxies in one process (tests)
 do not mix their numbers.
+
+:class:`ProxyMetrics` is also an :class:`~consistent.observe.Observer` of the sessions'
+statements: a session reports each event once, to the metrics alone or, when tracing, to a
+:class:`~consistent.observe.Fanout` of the statement's span and the metrics; the metrics count
+the waits.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client import (
     CollectorRegistry,
@@ -38,8 +43,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from consistent.observe import Observer
 from proxy.histogram import DURATION_BOUNDS, Histogram
 from proxy.tally import RoutedTally
+
+if TYPE_CHECKING:
+    from consistent.policy import Decision, WaitOutcome
 
 __all__ = [
     "DURATION_BOUNDS",
@@ -291,7 +300,7 @@ def metrics_markdown() -> str:
     return "\n".join(lines)
 
 
-class ProxyMetrics:
+class ProxyMetrics(Observer):
     """Counters and histograms of one proxy.  ``snapshot`` supplies the live state (sessions,
     backends) at scrape time; ``process`` adds the process and platform collectors (a proxy
     process wants them; tests that build many may leave them out)."""
@@ -368,7 +377,13 @@ class ProxyMetrics:
             histogram = self._durations[key] = Histogram()
         return histogram
 
+    def wait(
+        self, decision: Decision, outcome: WaitOutcome, duration: float, *, pipelined: bool = False
+    ) -> None:
+        self.observe_wait(outcome.value, duration, pipelined=pipelined)
+
     def observe_wait(self, outcome: str, seconds: float, *, pipelined: bool) -> None:
+        """One wait that ended with ``outcome`` after ``seconds``."""
         self.waits[outcome] += 1
         if pipelined:
             self.pipelined_waits += 1

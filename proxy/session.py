@@ -468,15 +468,15 @@ class Session(SlowPath):
         if self._tracing:
             span = self._tracer.statement(text)
             span.__enter__()
-            self._span = span
+            self._span = self._events.first = span
             if self._lost_gtids is not None:
-                span.lost(self._lost_gtids)
+                self._observer.lost(self._lost_gtids)
         self._execute(self.policy.route(stmt, text))
 
     def _execute(self, d: Decision) -> None:
         """Act on a decision: on the fast path when possible, else in a task."""
         if self._tracing:
-            self._span.decision(d)
+            self._observer.decision(d)
         action = d.action
         if action is _EXECUTE and self._streaming:
             pass  # the slow path reads the server's packet limit first
@@ -627,9 +627,7 @@ class Session(SlowPath):
     ) -> None:
         duration = time.monotonic() - started
         outcome = self._wait_outcome(parse_response(collected, conn.caps))
-        self._metrics.observe_wait(outcome.value, duration, pipelined=True)
-        if self._tracing:
-            self._span.wait(d, outcome, duration)
+        self._observer.wait(d, outcome, duration, pipelined=True)
         nxt = self.policy.on_wait(d, outcome, duration=duration)
         if nxt.action is _EXECUTE and nxt.target == d.target and not nxt.prelude:
             read.write = self._write
@@ -637,7 +635,7 @@ class Session(SlowPath):
             read.on_lost = self._lost_cb
             self._decision = nxt
             if self._tracing:
-                self._span.decision(nxt)
+                self._observer.decision(nxt)
             return
 
         def discarded(_r: ResponseRelay) -> None:
@@ -652,9 +650,7 @@ class Session(SlowPath):
     def _pipelined_wait_lost(self, conn: BackendConnection, d: Decision, started: float) -> None:
         self._forget(conn)
         duration = time.monotonic() - started
-        self._metrics.observe_wait(WaitOutcome.FAILED.value, duration, pipelined=True)
-        if self._tracing:
-            self._span.wait(d, WaitOutcome.FAILED, duration)
+        self._observer.wait(d, WaitOutcome.FAILED, duration, pipelined=True)
         self._continue(self.policy.on_wait(d, WaitOutcome.FAILED, duration=duration))
 
     def _continue(self, d: Decision) -> None:
@@ -791,7 +787,7 @@ class Session(SlowPath):
             if state is not None:
                 policy.observe_gtids(conn.name, state)
                 if self._tracing and conn.name == PRIMARY:
-                    self._span.produced(state)
+                    self._observer.produced(state)
 
     def _on_response_lost(self, relay: ResponseRelay, exc: BaseException | None) -> None:
         try:

@@ -19,6 +19,7 @@ from consistent.classify import FunctionRules, PinReason
 from consistent.errnos import CR, ER
 from consistent.errors import Error, OperationalError, RemoteProtocolError
 from consistent.flavors import Flavor
+from consistent.observe import Fanout, Observer
 from consistent.policy import (
     PRIMARY,
     AcknowledgedWrites,
@@ -235,6 +236,10 @@ class SessionBase:
         self._tracing = self._tracer.enabled
         self._tracer.set_namespace(self._schema)
         self._span: StatementSpan = NOOP_SPAN
+        # Each event of a statement is reported once, to ``_observer``: the metrics, and
+        # with tracing the statement's span too (swapped into ``_events`` per statement).
+        self._events = Fanout(NOOP_SPAN, self._metrics)
+        self._observer: Observer = self._events if self._tracing else self._metrics
         #: Required GTIDs a failover lost (the primary the session follows never had them).
         self._lost_gtids: str | None = None
         # Bound once: every command hands them to a relay.
@@ -396,11 +401,12 @@ class SessionBase:
             return
         span = self._span
         if span is not NOOP_SPAN:
-            self._span = NOOP_SPAN
             if self._multiplex and self._conns:
                 bound = self.pin_reasons()
                 if bound:
-                    span.pin(",".join(dict.fromkeys(r for rs in bound.values() for r in rs)))
+                    reasons = ",".join(dict.fromkeys(r for rs in bound.values() for r in rs))
+                    self._observer.pin(reasons)
+            self._span = self._events.first = NOOP_SPAN
             span.__exit__(None, None, None)
         self._busy = False
         self._relay = None
@@ -537,7 +543,7 @@ class SessionBase:
             err = parse_err(payload, self.caps)
         except RemoteProtocolError:
             return
-        self._span.fail(OperationalError(err.errno, err.message, sqlstate=err.sqlstate))
+        self._observer.fail(OperationalError(err.errno, err.message, sqlstate=err.sqlstate))
 
     def _forget(self, conn: BackendConnection) -> None:
         if self._conns.get(conn.name) is conn:
@@ -587,7 +593,7 @@ class SessionBase:
     def _reply_err(self, errno: int, sqlstate: str | None, message: str, seq: int) -> None:
         self._write(frame(build_err(ErrPacket(errno, sqlstate, message), self.caps), seq))
         if self._span is not NOOP_SPAN:
-            self._span.fail(OperationalError(errno, message, sqlstate=sqlstate))
+            self._observer.fail(OperationalError(errno, message, sqlstate=sqlstate))
         self._done()
 
     def _reply_error(self, error: Error | None) -> None:

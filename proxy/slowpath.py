@@ -363,7 +363,7 @@ class SlowPath(ClientInput):
         policy = self.policy
         while True:
             if self._tracing:
-                self._span.decision(d)  # the last decision is the route the span reports
+                self._observer.decision(d)  # the last decision is the route the span reports
             action = d.action
             if action is _EXECUTE:
                 return d
@@ -397,9 +397,7 @@ class SlowPath(ClientInput):
                 return None
             outcome = await self._wait(conn, d)
             duration = time.monotonic() - started
-            self._metrics.observe_wait(outcome.value, duration, pipelined=False)
-            if self._tracing:
-                self._span.wait(d, outcome, duration)
+            self._observer.wait(d, outcome, duration, pipelined=False)
             d = policy.on_wait(d, outcome, duration=duration)
 
     async def _wait(self, conn: BackendConnection, d: Decision) -> WaitOutcome:

@@ -24,7 +24,7 @@ from consistent.policy.decision import (  # noqa: E402
     WaitOutcome,
     wait_outcome,
 )
-from consistent.policy.knowledge import ReplicaKnowledge, ReplicaView, process_knowledge  # noqa: E402
+from consistent.policy.knowledge import Learned, ReplicaKnowledge, ReplicaView, process_knowledge  # noqa: E402
 from consistent.policy.replay import SessionStateLog  # noqa: E402
 from consistent.policy.selection import rank_replicas  # noqa: E402
 from consistent.policy.session import END_TRANSACTION, READ_ONLY_BEGIN, SessionPolicy, Transaction  # noqa: E402
@@ -39,6 +39,7 @@ __all__ = [
     "Action",
     "Decision",
     "FlavorName",
+    "Learned",
     "Level",
     "OnTimeout",
     "PolicyConfig",

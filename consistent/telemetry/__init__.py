@@ -5,7 +5,8 @@ The contract (names, types, record kinds) is :mod:`consistent.trace`; this packa
 * :class:`Telemetry` — the process's pipeline (exporters, metrics, queue, threads);
   :func:`default_telemetry` builds it from ``OTEL_*`` / ``CONSISTENT_TRACE_*``.
 * :class:`StatementTracer` — one per session, from :meth:`Telemetry.session`;
-  ``tracer.statement(sql)`` is the span of one statement (a no-op when tracing is off).
+  ``tracer.statement(sql)`` is the span of one statement (a no-op when tracing is off), the
+  :class:`~consistent.observe.Observer` the front ends report the statement's events to.
 * :class:`LagSampler` — polls replicas and emits lag records into the same stream.
 """
 

@@ -7,6 +7,12 @@ anyway): parsing it there would cost a write more than the rest of its span.  He
 the trace records (``str(MariaPosition)`` of one GTID) and counts one domain, so it is written
 as it is; anything else is parsed in the session's flavour, merged when a statement reported
 several, and recorded as :mod:`consistent.telemetry.gtidattr` says.
+
+The parsing and merging use :mod:`consistent.gtid` alone (``GtidSet.parse``,
+``MariaPosition.parse``, their unions), the public GTID vocabulary the policy builds on, rather
+than the policy's own helpers: telemetry subscribes to the front ends' events and depends on
+nothing inside the policy.  A state of the other flavour than the ones before it is left out,
+as a text that does not parse is.
 """
 
 from __future__ import annotations
@@ -18,8 +24,7 @@ from types import MappingProxyType
 from typing import Final
 
 from consistent.errors import Error
-from consistent.gtid import GtidState
-from consistent.policy.states import FlavorName, merge, parse_state
+from consistent.gtid import GtidSet, GtidState, MariaPosition
 from consistent.telemetry import otlpjson
 from consistent.telemetry.gtidattr import put_gtid_attributes
 from consistent.trace import COUNT_SUFFIX, GTID_PRODUCED, AttributeValue
@@ -60,16 +65,36 @@ def _plain(produced: Produced, system: str, max_chars: int) -> bool:
     )
 
 
+def _parse(text: str, system: str) -> GtidState:
+    """``text`` in the syntax of ``system`` (raises :class:`~consistent.errors.Error`)."""
+    if system == "mariadb":
+        return MariaPosition.parse(text.strip())
+    return GtidSet.parse(text)
+
+
+def _merge(state: GtidState | None, more: GtidState) -> GtidState | None:
+    """The union of ``state`` and ``more`` (per-domain maximum on MariaDB); ``None`` when
+    their flavours differ."""
+    if state is None:
+        return more
+    if isinstance(state, GtidSet) and isinstance(more, GtidSet):
+        return state | more
+    if isinstance(state, MariaPosition) and isinstance(more, MariaPosition):
+        return state.merge(more)
+    return None
+
+
 def _state(produced: Produced, system: str) -> GtidState | None:
     """Everything reported, parsed and merged; ``None`` (logged) when a text does not parse or
     the flavours disagree."""
     items = produced if isinstance(produced, list) else [produced]
-    flavor: FlavorName = "mariadb" if system == "mariadb" else "mysql"
     state: GtidState | None = None
     try:
         for item in items:
-            parsed = parse_state(item, flavor) if isinstance(item, str) else item
-            state = merge(state, parsed)
+            state = _merge(state, _parse(item, system) if isinstance(item, str) else item)
+            if state is None:
+                logger.debug("produced GTIDs of both flavours left out of a span")
+                return None
     except Error as exc:
         logger.debug("produced GTIDs left out of a span: %s", exc)
         return None

@@ -58,8 +58,7 @@ from consistent.trace import (
 
 if TYPE_CHECKING:
     from consistent.gtid import GtidState
-    from consistent.policy import Decision
-    from consistent.policy.knowledge import Learned
+    from consistent.policy import Decision, Learned
 
 __all__ = [
     "NO_WAIT",

@@ -11,6 +11,10 @@ Per session, a :class:`StatementTracer` (from :meth:`Telemetry.session
         span.produced(gtids)                      # the primary's GTIDs (text or parsed)
         ... run the statement ...
 
+The span is the telemetry's :class:`~consistent.observe.Observer` of the statement: a front end
+reports each event once, to the span or to a :class:`~consistent.observe.Fanout` that also
+holds its own subscribers.
+
 The statement's thread does as little as possible: it reads the clock, keeps references to
 what it is given (the immutable decisions, the tracker's raw GTID text), reads the clock again
 and appends the span to the pipeline's bounded queue (dropped and counted when full).  It draws
@@ -37,6 +41,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 
 from consistent.hostport import host_port_or_default
+from consistent.observe import Observer
 from consistent.telemetry import otlpjson
 from consistent.telemetry.metrics import StatementFacts
 from consistent.telemetry.produced import (
@@ -81,8 +86,7 @@ from consistent.trace import (
 
 if TYPE_CHECKING:
     from consistent.gtid import GtidState
-    from consistent.policy import Decision
-    from consistent.policy.knowledge import Learned
+    from consistent.policy import Decision, Learned
     from consistent.telemetry.config import TelemetryConfig
     from consistent.telemetry.metrics import RoutingMetrics
 
@@ -116,8 +120,10 @@ _time_ns: Final = time.time_ns
 _current_context: Final = otel_context.get_current
 
 
-class StatementSpan:
-    """A statement's span.  This base class records nothing: it is the disabled path, and
+class StatementSpan(Observer):
+    """A statement's span: the telemetry's :class:`~consistent.observe.Observer` of one
+    statement, whose events become the span's attributes and, when exported, the routing
+    metrics.  This base class records nothing: it is the disabled path, and
     :data:`NOOP_SPAN` is its one instance."""
 
     __slots__ = ()
@@ -137,32 +143,9 @@ class StatementSpan:
     ) -> None:
         return None
 
-    def decision(self, decision: Decision) -> None:
-        """A decision the policy gave for this statement (the last one describes the route;
-        earlier ``WAIT`` ones are kept through :meth:`wait`)."""
-
-    def wait(self, decision: Decision, outcome: object, duration: float) -> None:
-        """The wait ``decision`` asked for ended with ``outcome`` after ``duration`` seconds."""
-
-    def produced(self, gtids: GtidState | str) -> None:
-        """The primary reported GTIDs this statement produced, parsed or as the session
-        tracker's raw text (parsed later, off the statement's thread, in the session's
-        flavour); merged when reported twice."""
-
     def route(self, target: str, reason: str, detail: str | None = None) -> None:
         """Where the statement went when no policy decision was taken (a connection without
         replicas: ``route("primary", "no_replicas")`` is also the default)."""
-
-    def fail(self, exc: BaseException) -> None:
-        """The statement failed with ``exc`` without the exception leaving the ``with``."""
-
-    def pin(self, reasons: str) -> None:
-        """The proxy keeps the session's pooled backend connection after the statement, for
-        ``reasons`` (comma-separated pin reasons)."""
-
-    def lost(self, gtids: str) -> None:
-        """The session required ``gtids``, which the primary it follows never had (a
-        failover lost them)."""
 
 
 #: The shared span of the disabled path.
@@ -510,7 +493,9 @@ class _RecordingSpan(StatementSpan):
     def decision(self, decision: Decision) -> None:
         self._decision = decision
 
-    def wait(self, decision: Decision, outcome: object, duration: float) -> None:
+    def wait(
+        self, decision: Decision, outcome: object, duration: float, *, pipelined: bool = False
+    ) -> None:
         previous = self._wait
         count, total = (previous[2], previous[3]) if previous is not None else (0, 0)
         self._wait = (decision, outcome, count + 1, total + int(duration * 1e9))
