@@ -47,6 +47,7 @@ from consistent.errors import (
     RemoteProtocolError,
 )
 from consistent.gtid import GtidSet, GtidState, MariaGtid, MariaPosition, gtid_tags_in
+from consistent.hostport import join_host_port
 from consistent.policy import states
 from consistent.protocol import OkPacket, SessionStateChange
 from consistent.protocol.session_state import (
@@ -236,7 +237,7 @@ class Flavor(ABC):
         for row in rows:
             name, number = _text(row[host]).strip(), _text(row[port]).strip()
             if name and number.isdigit() and 0 < int(number) < 65536:
-                found.add(f"[{name}]:{number}" if ":" in name else f"{name}:{number}")
+                found.add(join_host_port(name, int(number)))
         return frozenset(found)
 
     # --- GTIDs a failover lost -----------------------------------------------------------------
