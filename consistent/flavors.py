@@ -13,8 +13,11 @@ executed state      ``@@GLOBAL.gtid_executed``                      ``gtid_slave
 covered?            set inclusion                                   per domain, seq_no >=
 ==================  ==============================================  ================================
 
-Code above this module holds "the session's required set" as an opaque
-:data:`~consistent.gtid.GtidState` and asks its :class:`Flavor` every question about it.  Wait
+The GTID algebra (merge, cover, what is missing) is the same for both and lives in
+:mod:`consistent.policy.states`; the words both speak (:class:`~consistent.vocabulary.Tracking`,
+:class:`~consistent.vocabulary.WaitOutcome`) in :mod:`consistent.vocabulary`.  A flavour owns
+what differs by server: the statements, the tracker each level can have, what the wait
+function's value means, and the text of a server's state.  Wait
 statements are always rendered from a parsed state, never from text a user supplied, and the
 rendered text is checked against the only characters a GTID can contain before it is quoted.
 
@@ -30,7 +33,7 @@ import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
 from typing import ClassVar, Final
@@ -44,6 +47,8 @@ from consistent.errors import (
     RemoteProtocolError,
 )
 from consistent.gtid import GtidSet, GtidState, MariaGtid, MariaPosition, gtid_tags_in
+from consistent.hostport import join_host_port
+from consistent.policy import states
 from consistent.protocol import OkPacket, SessionStateChange
 from consistent.protocol.session_state import (
     MARIADB_GTIDS,
@@ -51,6 +56,7 @@ from consistent.protocol.session_state import (
     MYSQL_GTIDS,
     gtid_text,
 )
+from consistent.vocabulary import FlavorName, Tracking, WaitOutcome
 
 __all__ = [
     "MARIADB",
@@ -60,11 +66,10 @@ __all__ = [
     "MariaDBFlavor",
     "MySQLFlavor",
     "ServerRole",
-    "TrackingMode",
-    "WaitOutcome",
     "WriteProtection",
     "detect_flavor",
     "flavor_by_name",
+    "server_flavor",
 ]
 
 # Every character a rendered GTID set or position can contain (uuid, tag, numbers, separators).
@@ -77,16 +82,6 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 _MYSQL_SHORTEST_TIMEOUT: Final = "0.000001"
 
 
-class TrackingMode(enum.Enum):
-    """What the server reports in each OK packet (MySQL ``session_track_gtids`` values).
-
-    https://dev.mysql.com/doc/refman/8.0/en/server-system-variables.html#sysvar_session_track_gtids
-    """
-
-    OWN_GTID = "OWN_GTID"
-    ALL_GTIDS = "ALL_GTIDS"
-
-
 class ServerRole(enum.Enum):
     """Whether a server is the primary or a replica (MariaDB reads its state differently)."""
 
@@ -94,70 +89,66 @@ class ServerRole(enum.Enum):
     REPLICA = "replica"
 
 
-class WaitOutcome(enum.Enum):
-    """How a wait statement ended."""
-
-    SATISFIED = "satisfied"
-    """The server has executed the required set."""
-    TIMEOUT = "timeout"
-    """The timeout passed first."""
-    UNAVAILABLE = "unavailable"
-    """The function answered NULL: it declined to wait (MySQL inside a replication applier,
-    MariaDB given NULL).  Nothing is known about the replica; treat it as not caught up."""
-
-
 class Flavor(ABC):
     """One server family's way of tracking, waiting for and comparing GTIDs."""
 
-    name: ClassVar[str]
-    supported_modes: ClassVar[frozenset[TrackingMode]]
+    name: ClassVar[FlavorName]
+    #: Whether the server's GTIDs may carry tags (MySQL 8.3+; MariaDB's positions read the
+    #: same either way).
+    gtid_tags: bool
+    supported_modes: ClassVar[frozenset[Tracking]]
+    _state_type: ClassVar[type[GtidSet] | type[MariaPosition]]
     _wait_results: ClassVar[Mapping[int, WaitOutcome]]
 
-    # --- the state type ------------------------------------------------------------------------
+    # --- the state's text (the algebra is consistent.policy.states) -----------------------------
 
-    @abstractmethod
     def empty_state(self) -> GtidState:
         """The state that requires nothing."""
+        return states.empty_state(self.name)
 
-    @abstractmethod
     def parse_state(self, text: str) -> GtidState:
         """Parse a state's text (a consistency token, a server variable).
 
         Raises :class:`~consistent.errors.MalformedGtidSet` for text that is not one.
         """
+        return states.parse_state(text, self.name, tags=self.gtid_tags)
 
-    @abstractmethod
     def format_state(self, state: GtidState) -> str:
         """The state's canonical one-line text; :meth:`parse_state` reads it back."""
-
-    @abstractmethod
-    def merge(self, a: GtidState, b: GtidState) -> GtidState:
-        """Everything ``a`` or ``b`` requires."""
-
-    @abstractmethod
-    def covers(self, executed: GtidState, required: GtidState) -> bool:
-        """Whether a server that executed ``executed`` has everything ``required`` asks for."""
-
-    @abstractmethod
-    def outstanding(self, executed: GtidState, required: GtidState) -> GtidState:
-        """The part of ``required`` that ``executed`` does not cover yet (what is worth
-        waiting for); empty exactly when :meth:`covers` is true."""
+        if not isinstance(state, self._state_type):
+            raise InterfaceError(
+                f"the {self.name} flavour needs a {self._state_type.__name__}, not {state!r}"
+            )
+        return states.format_state(state)
 
     # --- session tracking -------------------------------------------------------------------------
+
+    def tracker(self, tracking: Tracking) -> Tracking:
+        """The tracker a primary connection runs when the level asks for ``tracking``: the
+        same where the server has it, else :attr:`Tracking.OWN` (MariaDB's ``last_gtid``, which
+        is all ``read_all_writes`` needs there: see :mod:`consistent.policy.acknowledged`)."""
+        return tracking if tracking in self.supported_modes else Tracking.OWN
 
     @abstractmethod
     def tracking_probe(self) -> str | None:
         """A statement whose single value :meth:`tracking_statement` needs, or ``None``."""
 
     @abstractmethod
-    def tracking_statement(
-        self, mode: TrackingMode, current: str | bytes | None = None
-    ) -> str | None:
+    def tracking_statement(self, mode: Tracking, current: object = None) -> str | None:
         """The statement that makes OK packets report the session's GTIDs in ``mode``.
 
-        ``current`` is the value :meth:`tracking_probe` returned, when the flavour needs one.
-        ``None`` means tracking is already on and nothing needs to be sent.
+        ``current`` is the value :meth:`tracking_probe` returned (text, bytes, or a value a
+        driver gave), when the flavour needs one.  ``None`` means tracking is already on and
+        nothing needs to be sent.
         """
+
+    def replica_tracking_statement(self) -> str | None:
+        """The statement that makes a replica connection's OK packets report the replica's
+        executed state (MySQL's ``ALL_GTIDS``, feeding the replica knowledge), or ``None``
+        where the server has no such tracker (MariaDB)."""
+        if Tracking.ALL not in self.supported_modes:
+            return None
+        return self.tracking_statement(Tracking.ALL)
 
     def gtids_from_ok(self, ok: OkPacket) -> GtidState | None:
         """The GTIDs a parsed OK packet reports, or ``None`` when it reports none."""
@@ -177,20 +168,17 @@ class Flavor(ABC):
     @abstractmethod
     def wait_statement(self, state: GtidState, timeout: float) -> str:
         """``SELECT`` of the wait function for ``state``, giving up after ``timeout`` seconds
-        (0 means: only check, do not wait).  Its single value goes to
-        :meth:`interpret_wait_result`."""
+        (0 means: only check, do not wait).  Its single value goes to :meth:`wait_outcome`."""
 
-    def interpret_wait_result(self, value: object) -> WaitOutcome:
-        """Map the wait function's value (int, text or bytes, as a driver returns it) to a
-        :class:`WaitOutcome`.  A value the function cannot return raises
-        :class:`~consistent.errors.InterfaceError`."""
-        if value is None:
-            return WaitOutcome.UNAVAILABLE
-        number = _as_int(value)
-        outcome = self._wait_results.get(number) if number is not None else None
-        if outcome is None:
-            raise InterfaceError(f"{self.name} wait function returned {value!r}")
-        return outcome
+    def wait_outcome(self, value: object) -> WaitOutcome:
+        """The policy's outcome for the wait function's value (int, text or bytes, as a driver
+        returns it).  NULL (the function declined to wait: MySQL inside a replication applier,
+        MariaDB given NULL) and a value the function cannot return tell nothing about the
+        replica: :attr:`WaitOutcome.ERROR`."""
+        number = _as_int(value) if value is not None else None
+        if number is None:
+            return WaitOutcome.ERROR
+        return self._wait_results.get(number, WaitOutcome.ERROR)
 
     # --- a server's executed state ---------------------------------------------------------
 
@@ -198,14 +186,16 @@ class Flavor(ABC):
     def executed_state_statement(self, role: ServerRole) -> str:
         """``SELECT`` of the variable holding what a server in ``role`` has executed."""
 
-    def parse_executed(self, value: str | bytes | None) -> GtidState:
-        """Parse the value :meth:`executed_state_statement` returned.
+    def parse_executed(self, value: object) -> GtidState:
+        """Parse the value :meth:`executed_state_statement` returned (text, bytes, or a value
+        a driver gave).
 
         Text that is not a state raises :class:`~consistent.errors.RemoteProtocolError`.
         """
-        if value is None:
+        raw = _raw(value)
+        if raw is None:
             return self.empty_state()
-        text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+        text = raw.decode("ascii", "replace") if isinstance(raw, bytes) else raw
         try:
             return self.parse_state(text.strip())
         except (MalformedGtidSet, MalformedGtid) as exc:
@@ -247,7 +237,7 @@ class Flavor(ABC):
         for row in rows:
             name, number = _text(row[host]).strip(), _text(row[port]).strip()
             if name and number.isdigit() and 0 < int(number) < 65536:
-                found.add(f"[{name}]:{number}" if ":" in name else f"{name}:{number}")
+                found.add(join_host_port(name, int(number)))
         return frozenset(found)
 
     # --- GTIDs a failover lost -----------------------------------------------------------------
@@ -333,40 +323,30 @@ class MySQLFlavor(Flavor):
 
     gtid_tags: bool = True
 
-    name: ClassVar[str] = "mysql"
-    supported_modes: ClassVar[frozenset[TrackingMode]] = frozenset(TrackingMode)
+    name: ClassVar[FlavorName] = "mysql"
+    supported_modes: ClassVar[frozenset[Tracking]] = frozenset(Tracking)
+    _state_type: ClassVar[type[GtidSet]] = GtidSet
     # https://dev.mysql.com/doc/refman/8.0/en/gtid-functions.html#function_wait-for-executed-gtid-set
     _wait_results: ClassVar[Mapping[int, WaitOutcome]] = MappingProxyType(
         {
-            0: WaitOutcome.SATISFIED,
-            1: WaitOutcome.TIMEOUT,
+            0: WaitOutcome.REACHED,
+            1: WaitOutcome.TIMED_OUT,
         }
     )
-
-    def empty_state(self) -> GtidSet:
-        return GtidSet()
-
-    def parse_state(self, text: str) -> GtidSet:
-        return GtidSet.parse(text, tags=self.gtid_tags)
-
-    def format_state(self, state: GtidState) -> str:
-        return _gtid_set(self, state).to_text(",")
-
-    def merge(self, a: GtidState, b: GtidState) -> GtidSet:
-        return _gtid_set(self, a) | _gtid_set(self, b)
-
-    def covers(self, executed: GtidState, required: GtidState) -> bool:
-        return _gtid_set(self, required) <= _gtid_set(self, executed)
-
-    def outstanding(self, executed: GtidState, required: GtidState) -> GtidSet:
-        return _gtid_set(self, required) - _gtid_set(self, executed)
+    # https://dev.mysql.com/doc/refman/8.0/en/server-system-variables.html#sysvar_session_track_gtids
+    _trackers: ClassVar[Mapping[Tracking, str]] = MappingProxyType(
+        {
+            Tracking.OWN: "OWN_GTID",
+            Tracking.ALL: "ALL_GTIDS",
+        }
+    )
 
     def tracking_probe(self) -> str | None:
         return None
 
-    def tracking_statement(self, mode: TrackingMode, current: str | bytes | None = None) -> str:
-        # The enum's value is one of two fixed keywords, never caller text.
-        return f"SET SESSION session_track_gtids = {TrackingMode(mode).value}"
+    def tracking_statement(self, mode: Tracking, current: object = None) -> str:
+        # One of two fixed keywords, never caller text.
+        return f"SET SESSION session_track_gtids = {self._trackers[Tracking(mode)]}"
 
     def gtids_from_session_state(self, blocks: Iterable[SessionStateChange]) -> GtidSet | None:
         text = gtid_text(blocks, MYSQL_GTIDS)
@@ -398,22 +378,24 @@ class MySQLFlavor(Flavor):
         """GTID sets are exact: what ``required`` holds beyond ``gtid_executed``."""
         if not isinstance(required, GtidSet) or not row:
             return None
-        missing = required.difference(self.parse_state(_text(row[0]).strip()))
-        return None if missing.is_empty() else str(missing)
+        missing = states.missing(required, self.parse_state(_text(row[0]).strip()))
+        return str(missing) if missing else None
 
 
 @dataclass(frozen=True, repr=False)
 class MariaDBFlavor(Flavor):
     """MariaDB 10.x: ``domain-server-seq`` positions, ``last_gtid``, ``MASTER_GTID_WAIT``."""
 
-    name: ClassVar[str] = "mariadb"
+    name: ClassVar[FlavorName] = "mariadb"
+    gtid_tags: bool = field(default=True, init=False)
     # last_gtid is the session's own GTID; MariaDB has no tracker for the whole executed set.
-    supported_modes: ClassVar[frozenset[TrackingMode]] = frozenset({TrackingMode.OWN_GTID})
+    supported_modes: ClassVar[frozenset[Tracking]] = frozenset({Tracking.OWN})
+    _state_type: ClassVar[type[MariaPosition]] = MariaPosition
     # https://mariadb.com/kb/en/master_gtid_wait/
     _wait_results: ClassVar[Mapping[int, WaitOutcome]] = MappingProxyType(
         {
-            0: WaitOutcome.SATISFIED,
-            -1: WaitOutcome.TIMEOUT,
+            0: WaitOutcome.REACHED,
+            -1: WaitOutcome.TIMED_OUT,
         }
     )
     _executed_variables: ClassVar[Mapping[ServerRole, str]] = MappingProxyType(
@@ -423,39 +405,15 @@ class MariaDBFlavor(Flavor):
         }
     )
 
-    def empty_state(self) -> MariaPosition:
-        return MariaPosition()
-
-    def parse_state(self, text: str) -> MariaPosition:
-        return MariaPosition.parse(text.strip())
-
-    def format_state(self, state: GtidState) -> str:
-        return str(_position(self, state))
-
-    def merge(self, a: GtidState, b: GtidState) -> MariaPosition:
-        return _position(self, a).merge(_position(self, b))
-
-    def covers(self, executed: GtidState, required: GtidState) -> bool:
-        return _position(self, executed).covers(_position(self, required))
-
-    def outstanding(self, executed: GtidState, required: GtidState) -> MariaPosition:
-        have = _position(self, executed)
-        return MariaPosition(
-            gtid
-            for gtid in _position(self, required)
-            if (mine := have.get(gtid.domain)) is None or mine.seq_no < gtid.seq_no
-        )
-
     def tracking_probe(self) -> str:
         return "SELECT @@SESSION.session_track_system_variables"
 
-    def tracking_statement(
-        self, mode: TrackingMode, current: str | bytes | None = None
-    ) -> str | None:
-        if TrackingMode(mode) not in self.supported_modes:
+    def tracking_statement(self, mode: Tracking, current: object = None) -> str | None:
+        if Tracking(mode) not in self.supported_modes:
             raise NotSupportedError(
-                f"MariaDB cannot track {mode.value}: it reports only the session's last_gtid"
+                f"MariaDB cannot track {mode.value} GTIDs: it reports only the session's last_gtid"
             )
+        current = _raw(current)
         if current is None:
             raise InterfaceError(
                 "MariaDB tracking keeps what is already tracked: pass the value of "
@@ -576,19 +534,28 @@ def flavor_by_name(name: str) -> Flavor:
     return flavor
 
 
+def server_flavor(name: FlavorName | None, server_version: str | bytes | None) -> Flavor:
+    """The flavour of a server named ``name`` (``None``: the one its handshake's
+    ``server_version`` says, MySQL without one); a MySQL ``server_version`` before 8.3 gives
+    :data:`MYSQL_UNTAGGED`."""
+    if name == "mariadb":
+        return MARIADB
+    if server_version is None:
+        return MYSQL
+    detected = detect_flavor(server_version)
+    return detected if name is None or detected.name == "mysql" else MYSQL
+
+
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _gtid_set(flavor: Flavor, state: GtidState) -> GtidSet:
-    if not isinstance(state, GtidSet):
-        raise InterfaceError(f"the {flavor.name} flavour needs a GtidSet, not {state!r}")
-    return state
-
-
-def _position(flavor: Flavor, state: GtidState) -> MariaPosition:
-    if not isinstance(state, MariaPosition):
-        raise InterfaceError(f"the {flavor.name} flavour needs a MariaPosition, not {state!r}")
-    return state
+def _raw(value: object) -> str | bytes | None:
+    """A value a driver gave as text or bytes (``None`` stays ``None``)."""
+    if value is None or isinstance(value, str | bytes):
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return str(value)
 
 
 def _quote_gtid_text(text: str) -> str:

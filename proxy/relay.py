@@ -191,16 +191,6 @@ def _lenenc_value(payload: bytes) -> int:
     return int.from_bytes(payload[1:end], "little")
 
 
-def _splice(parts: list[bytes] | None, kept: bytes, inserted: bytes) -> list[bytes]:
-    """``parts`` (started at the first change to a chunk), then the bytes passed unchanged up to
-    the change, then what the change inserts there."""
-    if parts is None:
-        parts = []
-    parts.append(kept)
-    parts.append(inserted)
-    return parts
-
-
 class ResponseRelay:
     """Relays one response from a backend connection to a sink (see the module docstring).
 
@@ -219,6 +209,7 @@ class ResponseRelay:
         "_cont",
         "_count",
         "_ctrack",
+        "_data",
         "_delta",
         "_drop",
         "_eof_after",
@@ -227,7 +218,10 @@ class ResponseRelay:
         "_infile_pending",
         "_need",
         "_next",
+        "_parts",
         "_pending_eof",
+        "_pos",
+        "_region",
         "_stash",
         "_state",
         "client_stmt_id",
@@ -271,6 +265,13 @@ class ResponseRelay:
         self._state = _INITIAL[kind]
         self._expect = -1
         self._clear_general()
+        #: The walk over one fed chunk (see :meth:`feed`): the chunk (after what was stashed),
+        #: the position reached, where the bytes passed unchanged begin, and what goes to the
+        #: sink before them once anything had to be changed (``None`` while nothing was).
+        self._data = b""
+        self._pos = 0
+        self._region = 0
+        self._parts: list[bytes] | None = None
         self.local_infile = local_infile
         self.client_stmt_id = client_stmt_id
         #: True once the response's last packet was processed.
@@ -377,9 +378,7 @@ class ResponseRelay:
         response (all of them unless :attr:`done`).  Raises :class:`RemoteProtocolError` on
         bytes that are not a valid response."""
         if self._expect >= 0 and len(self._stash) + len(chunk) >= 4:
-            first_seq = (self._stash + chunk[:4])[3]
-            self._delta = (self._delta + self._expect - first_seq) & 0xFF
-            self._expect = -1
+            self._number_from_expected(chunk)
         if (
             self.last_seq < 0
             and self._state == _FIRST
@@ -398,176 +397,203 @@ class ResponseRelay:
             data = chunk
             offset = 0
         n = len(data)
-        pos = 0
-        # Bytes data[region:pos] pass through unchanged; ``parts`` collects what goes to the
-        # sink before them once anything had to be changed (None while nothing was).
-        region = 0
-        parts: list[bytes] | None = None
-        need = self._need
-        delta = self._delta
-        state = self._state
-        cont = self._cont
-        bdep = self._bdep
-        try:
-            while True:
-                if need:
-                    if n - pos < need:
-                        need -= n - pos
-                        pos = n
-                        break
-                    pos += need
-                    need = 0
-                    if self._after:
-                        # The last counted definition is complete: inject its EOF, or finish.
-                        self._after = False
-                        if self._eof_after:
-                            self._eof_after = False
-                            parts = _splice(
-                                parts, data[region:pos], self._frame_eof(self.last_seq + 1)
-                            )
-                            delta += 1
-                            region = pos
-                        if state == _DONE:
-                            self.done = True
-                            break
-                if n - pos < 4:
-                    break
-                length = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
-                seq = data[pos + 3]
-                if cont or state in _COUNTED:
-                    # Passed through without looking inside: continuation packets and
-                    # column/parameter definitions (counted).
-                    if delta:
-                        parts = _splice(
-                            parts,
-                            data[region:pos],
-                            _HEADER.pack(length | ((seq + delta) & 0xFF) << 24),
-                        )
-                        region = pos + 4
-                    self.last_seq = (seq + delta) & 0xFF
-                    pos += 4
-                    need = length
-                    if length == _MAX:
-                        cont = True
-                        continue
-                    was_cont = cont
-                    cont = False
-                    if not was_cont and state != _ROWS:
-                        self._count -= 1
-                        if self._count == 0:
-                            self._state = state
-                            self._end_block()
-                            state = self._state
-                            if not need and self._after:
-                                need = 0  # handled at the top of the loop on the next turn
-                                self._after = False
-                                if self._eof_after:
-                                    self._eof_after = False
-                                    parts = _splice(
-                                        parts, data[region:pos], self._frame_eof(self.last_seq + 1)
-                                    )
-                                    delta += 1
-                                    region = pos
-                                if state == _DONE:
-                                    self.done = True
-                                    break
-                    continue
-                if state == _ROWS:
-                    if n - pos < 5:
-                        break
-                    first = data[pos + 4]
-                    if (first == 0xFE and length < _MAX and (bdep or length < _EOF_MAX_LENGTH)) or (
-                        first == 0xFF
-                    ):
-                        if n - pos - 4 < length:
-                            break
-                        payload = data[pos + 4 : pos + 4 + length]
-                        if self._pending_eof:
-                            self._pending_eof = False
-                            cursor = (
-                                first == 0xFE
-                                and self.kind == ResponseKind.EXECUTE
-                                and _ok_status(payload)[0] & _CURSOR_EXISTS
-                            )
-                            if not cursor:
-                                parts = _splice(
-                                    parts, data[region:pos], self._frame_eof(seq + delta)
-                                )
-                                delta += 1
-                                region = pos
-                        rep = self._terminator(payload) if first == 0xFE else self._err(payload)
-                        state = self._state
-                    else:
-                        if self._pending_eof:
-                            self._pending_eof = False
-                            parts = _splice(parts, data[region:pos], self._frame_eof(seq + delta))
-                            delta += 1
-                            region = pos
-                        if delta:
-                            parts = _splice(
-                                parts,
-                                data[region:pos],
-                                _HEADER.pack(length | ((seq + delta) & 0xFF) << 24),
-                            )
-                            region = pos + 4
-                        self.last_seq = (seq + delta) & 0xFF
-                        cont = length == _MAX
-                        pos += 4
-                        need = length
-                        continue
-                else:
-                    if n - pos - 4 < length:
-                        break
-                    if length >= _MAX:
-                        raise RemoteProtocolError("unexpected 16 MiB packet in a response")
-                    payload = data[pos + 4 : pos + 4 + length]
-                    self._state = state
-                    rep = _HANDLERS[state](self, payload)
-                    state = self._state
-                end = pos + 4 + length
-                if self._drop:
-                    self._drop = False
-                    if parts is None:
-                        parts = []
-                    parts.append(data[region:pos])
-                    region = end
-                    delta -= 1
-                elif rep is not None:
-                    parts = _splice(
-                        parts,
-                        data[region:pos],
-                        _HEADER.pack(len(rep) | ((seq + delta) & 0xFF) << 24) + rep,
-                    )
-                    self.last_seq = (seq + delta) & 0xFF
-                    region = end
-                else:
-                    if delta:
-                        parts = _splice(
-                            parts,
-                            data[region:pos],
-                            _HEADER.pack(length | ((seq + delta) & 0xFF) << 24),
-                        )
-                        region = pos + 4
-                    self.last_seq = (seq + delta) & 0xFF
-                pos = end
-                if self._infile_pending:
-                    self._infile_pending = False
-                    self.infile_seq = seq
-                    if not self.local_infile:
-                        delta -= 1  # the empty file the session sends takes a sequence id
-                    if self.on_infile is not None:
-                        self._state = state
-                        self.on_infile(self)
-                if state == _DONE:
-                    self.done = True
-                    break
-        finally:
-            self._need = need
-            self._delta = delta
-            self._state = state
-            self._cont = cont
-        if not self.done and pos < n and not need:
+        self._data = data
+        self._pos = 0
+        self._region = 0
+        self._parts = None
+        self._walk(n)
+        pos = self._pos
+        if not self.done and pos < n and not self._need:
             self._stash = data[pos:]
+        self._write_walked(n)
+        if self.done:
+            return pos - offset
+        return len(chunk)
+
+    def _number_from_expected(self, chunk: bytes) -> None:
+        """Renumber the response so that its first packet carries the id :meth:`expect` set."""
+        first_seq = (self._stash + chunk[:4])[3]
+        self._delta = (self._delta + self._expect - first_seq) & 0xFF
+        self._expect = -1
+
+    def _walk(self, n: int) -> None:
+        """Walk the packets of ``_data[:n]`` from ``_pos`` until the chunk or the response
+        ends, collecting the changes (``_parts``, ``_region``) for :meth:`_write_walked`."""
+        data = self._data
+        while True:
+            if self._need and not self._skip_body(n):
+                return
+            pos = self._pos
+            if n - pos < 4:
+                return
+            length = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+            seq = data[pos + 3]
+            if self._cont or self._state in _COUNTED:
+                if self._pass_unseen(length, seq):
+                    return
+                continue
+            if self._state == _ROWS:
+                if n - pos < 5:
+                    return
+                first = data[pos + 4]
+                if not (
+                    (first == 0xFE and length < _MAX and (self._bdep or length < _EOF_MAX_LENGTH))
+                    or first == 0xFF
+                ):
+                    self._pass_row(length, seq)
+                    continue
+                if n - pos - 4 < length:
+                    return
+                rep = self._rows_end(data[pos + 4 : pos + 4 + length], first, seq)
+            else:
+                if n - pos - 4 < length:
+                    return
+                if length >= _MAX:
+                    raise RemoteProtocolError("unexpected 16 MiB packet in a response")
+                rep = _HANDLERS[self._state](self, data[pos + 4 : pos + 4 + length])
+            if self._relay_read(length, seq, rep):
+                return
+
+    def _skip_body(self, n: int) -> bool:
+        """Pass the rest of the current packet's body unseen; False when the chunk ends first
+        or the response is complete."""
+        need = self._need
+        pos = self._pos
+        if n - pos < need:
+            self._need = need - (n - pos)
+            self._pos = n
+            return False
+        self._pos = pos + need
+        self._need = 0
+        return not (self._after and self._close_block())
+
+    def _pass_unseen(self, length: int, seq: int) -> bool:
+        """A packet passed through without looking inside: a continuation packet, or a column
+        or parameter definition (counted).  True when the response is complete."""
+        self._pass_header(length, seq)
+        if length == _MAX:
+            self._cont = True
+            return False
+        was_cont = self._cont
+        self._cont = False
+        if was_cont or self._state == _ROWS:
+            return False
+        self._count -= 1
+        if self._count:
+            return False
+        self._end_block()
+        # An empty last definition: its block closes now, not at the next body.
+        return not self._need and self._after and self._close_block()
+
+    def _pass_row(self, length: int, seq: int) -> None:
+        """A row passed through unseen, after the EOF a client without DEPRECATE_EOF expects
+        before the first row."""
+        if self._pending_eof:
+            self._pending_eof = False
+            self._inject_eof(seq + self._delta)
+        self._pass_header(length, seq)
+        self._cont = length == _MAX
+
+    def _rows_end(self, payload: bytes, first: int, seq: int) -> bytes | None:
+        """The terminator or ERR after the rows (``first`` is its first byte), after the EOF
+        still owed to a client without DEPRECATE_EOF (not before a cursor's terminator: its
+        response has no rows)."""
+        if self._pending_eof:
+            self._pending_eof = False
+            cursor = (
+                first == 0xFE
+                and self.kind == ResponseKind.EXECUTE
+                and _ok_status(payload)[0] & _CURSOR_EXISTS
+            )
+            if not cursor:
+                self._inject_eof(seq + self._delta)
+        return self._terminator(payload) if first == 0xFE else self._err(payload)
+
+    def _relay_read(self, length: int, seq: int, rep: bytes | None) -> bool:
+        """Relay the packet a handler read whole: dropped, replaced by ``rep``, or passed
+        renumbered.  True when the response is complete."""
+        pos = self._pos
+        end = pos + 4 + length
+        if self._drop:
+            self._drop = False
+            self._replace(pos, end, b"")
+            self._delta -= 1
+        elif rep is not None:
+            delta = self._delta
+            self._replace(pos, end, _HEADER.pack(len(rep) | ((seq + delta) & 0xFF) << 24) + rep)
+            self.last_seq = (seq + delta) & 0xFF
+        else:
+            self._renumber(length, seq)
+        self._pos = end
+        if self._infile_pending:
+            self._infile_request(seq)
+        if self._state == _DONE:
+            self.done = True
+            return True
+        return False
+
+    def _infile_request(self, seq: int) -> None:
+        """A LOCAL INFILE request was relayed (or refused): tell the session."""
+        self._infile_pending = False
+        self.infile_seq = seq
+        if not self.local_infile:
+            self._delta -= 1  # the empty file the session sends takes a sequence id
+        if self.on_infile is not None:
+            self.on_infile(self)
+
+    def _close_block(self) -> bool:
+        """The last counted definition is complete: inject the EOF a client without
+        DEPRECATE_EOF expects after it, if owed.  True when the response is complete."""
+        self._after = False
+        if self._eof_after:
+            self._eof_after = False
+            self._inject_eof(self.last_seq + 1)
+        if self._state == _DONE:
+            self.done = True
+            return True
+        return False
+
+    def _pass_header(self, length: int, seq: int) -> None:
+        """The current packet's header, renumbered; its body (``length`` bytes) passes
+        unseen."""
+        self._renumber(length, seq)
+        self._pos += 4
+        self._need = length
+
+    def _renumber(self, length: int, seq: int) -> None:
+        """The current packet's header with its sequence id moved by ``_delta`` (left as it
+        is when nothing was injected or removed before it)."""
+        delta = self._delta
+        if delta:
+            pos = self._pos
+            self._replace(pos, pos + 4, _HEADER.pack(length | ((seq + delta) & 0xFF) << 24))
+        self.last_seq = (seq + delta) & 0xFF
+
+    def _inject_eof(self, seq: int) -> None:
+        """An EOF numbered ``seq`` before the current packet; every later packet is numbered
+        one further."""
+        pos = self._pos
+        self._replace(pos, pos, self._frame_eof(seq))
+        self._delta += 1
+
+    def _replace(self, start: int, end: int, inserted: bytes) -> None:
+        """The walk's output: the bytes passed unchanged up to ``start``, then ``inserted``
+        in place of ``_data[start:end]``."""
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = []
+        parts.append(self._data[self._region : start])
+        parts.append(inserted)
+        self._region = end
+
+    def _write_walked(self, n: int) -> None:
+        """Write what the walk passed (``_data[:_pos]`` with its changes) to the sink."""
+        data = self._data
+        region = self._region
+        pos = self._pos
+        parts = self._parts
+        self._data = b""
+        self._parts = None
         if parts is None:
             if region < pos:
                 self.wrote = True
@@ -577,9 +603,6 @@ class ResponseRelay:
                 parts.append(data[region:pos])
             self.wrote = True
             self.write(b"".join(parts))
-        if self.done:
-            return pos - offset
-        return len(chunk)
 
     def _whole(self, data: bytes) -> bool:
         """The fast path: ``data`` is exactly one whole response to a query or an execute, of

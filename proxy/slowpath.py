@@ -17,7 +17,7 @@ from typing import Final
 
 from consistent.errnos import CR, ER
 from consistent.errors import RemoteProtocolError
-from consistent.flavors import ServerRole, TrackingMode
+from consistent.flavors import ServerRole
 from consistent.policy import (
     END_TRANSACTION,
     PRIMARY,
@@ -54,7 +54,6 @@ logger = logging.getLogger(__name__)
 
 _DEPRECATE_EOF: Final = int(Capability.DEPRECATE_EOF)
 _EXECUTE: Final = Action.EXECUTE
-_TRACKING_ALL: Final = Tracking.ALL
 
 
 class SlowPath(ClientInput):
@@ -243,7 +242,7 @@ class SlowPath(ClientInput):
 
     async def _set_tracking(self, conn: BackendConnection, want: Tracking) -> None:
         flavor = self._flavor
-        mode = TrackingMode.ALL_GTIDS if want is _TRACKING_ALL else TrackingMode.OWN_GTID
+        mode = flavor.tracker(want)
         current: bytes | None = None
         probe = flavor.tracking_probe()
         if probe is not None:

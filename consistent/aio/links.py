@@ -26,10 +26,10 @@ from tenacity import AsyncRetrying
 from consistent.aio import _aiomysql
 from consistent.aio._aiomysql import TrackingConnection
 from consistent.aio.deadline import Watchdog
-from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi.config import ServerSpec
 from consistent.dbapi.links import LinkBase
 from consistent.errnos import CR
+from consistent.flavors import Flavor
 
 __all__ = ["AsyncServerLink"]
 
@@ -77,7 +77,7 @@ class AsyncServerLink(LinkBase[TrackingConnection]):
             raise
         return conn
 
-    async def connection(self, flavor: FlavorSQL | None) -> TrackingConnection:
+    async def connection(self, flavor: Flavor | None) -> TrackingConnection:
         """The open connection, connecting first if needed (``flavor`` sets its tracker)."""
         conn = self._conn
         if conn is not None and conn.open:
@@ -90,10 +90,11 @@ class AsyncServerLink(LinkBase[TrackingConnection]):
         else:
             opened = await self._open_once()
         self._opened(opened)
-        if self.replica and flavor is not None and flavor.replica_tracking is not None:
+        replica_tracking = flavor.replica_tracking_statement() if flavor is not None else None
+        if self.replica and replica_tracking is not None:
             try:
                 async with asyncio.timeout(self.read_timeout):
-                    await opened.query(flavor.replica_tracking)
+                    await opened.query(replica_tracking)
             except TimeoutError as exc:
                 self.drop()
                 raise self.missed_deadline(self.read_timeout) from exc

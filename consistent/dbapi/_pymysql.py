@@ -338,6 +338,6 @@ def translate_error(exc: BaseException, *, prefix: str = "") -> errors.Error:
         message = f"{prefix}{args[1]}"
         return cls(args[0], message, sqlstate=sqlstate)
     if isinstance(exc, OSError):
-        return errors.OperationalError(2013, f"{prefix}{exc}")
+        return errors.OperationalError(int(CR.SERVER_LOST), f"{prefix}{exc}")
     text = " ".join(str(a) for a in args if a not in ("", None)) or type(exc).__name__
     return cls(f"{prefix}{text}", sqlstate=sqlstate)

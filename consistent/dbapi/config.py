@@ -45,7 +45,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from consistent.classify import read_only_function_names
 from consistent.dbapi._pymysql import PYMYSQL_OPTIONS
 from consistent.errors import InterfaceError, ProgrammingError
-from consistent.hostport import DEFAULT_PORT, split_host_port
+from consistent.hostport import DEFAULT_PORT, join_host_port, split_host_port
 from consistent.policy import Level, OnTimeout, PolicyConfig
 from consistent.policy.deadlines import (
     DEFAULT_MONITOR_INTERVAL,
@@ -138,8 +138,7 @@ class ServerSpec:
     @property
     def name(self) -> str:
         """``host:port``: the server's name in decisions, traces and replica knowledge."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return join_host_port(self.host, self.port)
 
     @classmethod
     def parse(cls, value: str | Mapping[str, Any] | ServerSpec | HasAddress) -> ServerSpec:

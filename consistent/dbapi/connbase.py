@@ -247,7 +247,7 @@ class ConnectionBase(SessionCore):
         them: the session would fail for good); every statement's span says which GTIDs are
         missing, and the statements are counted, until :meth:`reset_token`."""
         self._drain()
-        missing = self._flavor.flavor.missing_gtids(self._policy.required, row)
+        missing = self._flavor.missing_gtids(self._policy.required, row)
         if missing is None:
             return
         self._lost_gtids = missing

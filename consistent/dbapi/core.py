@@ -38,10 +38,10 @@ from typing import Any, Final, Protocol, TypeVar
 from consistent import errors
 from consistent.classify import Classification, FunctionRules, classify
 from consistent.dbapi import _pymysql
-from consistent.dbapi._flavor import FlavorSQL, detect_flavor, flavor_sql
 from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.pending import PendingGtids, parse_tracked
 from consistent.errnos import CR, ER
+from consistent.flavors import Flavor, ServerRole, server_flavor
 from consistent.gtid import GtidState
 from consistent.policy import (
     END_TRANSACTION,
@@ -170,7 +170,7 @@ class SessionCore:
 
     _primary: Link
     _replicas: dict[str, Any]
-    _flavor: FlavorSQL
+    _flavor: Flavor
     _direct: Any
 
     def _init_core(
@@ -219,10 +219,10 @@ class SessionCore:
         tracer."""
         config = self._config
         knowledge = self._knowledge_arg
-        flavor = config.flavor or detect_flavor(server_version)
-        self._flavor = flavor_sql(flavor, server_version)
+        self._flavor = server_flavor(config.flavor, server_version)
+        flavor = self._flavor.name
         # Read by the OK-packet observer after every write: kept rather than recomputed.
-        self._flavor_name: FlavorName = self._flavor.name
+        self._flavor_name: FlavorName = flavor
         self._functions = FunctionRules(flavor, config.read_only_functions)
         self._pending = PendingGtids(flavor, tags=self._flavor.gtid_tags)
         autocommit = config.autocommit
@@ -483,9 +483,9 @@ class SessionCore:
         if link.tracking is tracking or link.raw is None:
             return
         flavor = self._flavor
-        probe = flavor.tracking_probe
+        probe = flavor.tracking_probe()
         current = (yield (VALUE, link, (probe, None))) if probe is not None else None
-        statement = flavor.primary_tracking(tracking, current)
+        statement = flavor.tracking_statement(flavor.tracker(tracking), current)
         if statement is not None:
             yield (QUERY, link, statement)
         link.tracking = tracking
@@ -641,7 +641,9 @@ class SessionCore:
                 raise decision.error
             if action is Action.FETCH_PRIMARY_STATE:
                 value = yield from self._target_plan(
-                    PRIMARY, VALUE, (self._flavor.primary_executed, None)
+                    PRIMARY,
+                    VALUE,
+                    (self._flavor.executed_state_statement(ServerRole.PRIMARY), None),
                 )
                 decision = policy.on_primary_state(decision, self._flavor.parse_executed(value))
             else:

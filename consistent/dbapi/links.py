@@ -30,9 +30,9 @@ from tenacity import (
 )
 
 from consistent.dbapi import _pymysql
-from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi._pymysql import TrackingConnection
 from consistent.dbapi.config import ServerSpec
+from consistent.flavors import Flavor
 from consistent.policy import Tracking
 
 __all__ = ["LinkBase", "ServerLink"]
@@ -152,7 +152,7 @@ class ServerLink(LinkBase[TrackingConnection]):
         _pymysql.set_read_timeout(conn, self._options.get("read_timeout"))
         return conn
 
-    def connection(self, flavor: FlavorSQL | None) -> TrackingConnection:
+    def connection(self, flavor: Flavor | None) -> TrackingConnection:
         """The open connection, connecting first if needed (``flavor`` sets its tracker)."""
         conn = self._conn
         if conn is not None and conn.open:
@@ -163,18 +163,19 @@ class ServerLink(LinkBase[TrackingConnection]):
         else:
             conn = self._open_once()
         self._opened(conn)
-        if self.replica and flavor is not None and flavor.replica_tracking is not None:
-            conn.query(flavor.replica_tracking)
+        replica_tracking = flavor.replica_tracking_statement() if flavor is not None else None
+        if self.replica and replica_tracking is not None:
+            conn.query(replica_tracking)
         return conn
 
-    def set_tracking(self, flavor: FlavorSQL, tracking: Tracking) -> None:
+    def set_tracking(self, flavor: Flavor, tracking: Tracking) -> None:
         """Turn the primary's tracker to ``tracking`` unless it already is."""
         conn = self._conn
         if self.tracking is tracking or conn is None:
             return
-        probe = flavor.tracking_probe
+        probe = flavor.tracking_probe()
         current = _pymysql.query_value(conn, probe) if probe is not None else None
-        statement = flavor.primary_tracking(tracking, current)
+        statement = flavor.tracking_statement(flavor.tracker(tracking), current)
         if statement is not None:
             conn.query(statement)
         self.tracking = tracking

@@ -43,10 +43,9 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from consistent.dbapi import _pymysql
-from consistent.dbapi._flavor import FlavorSQL
 from consistent.dbapi._pymysql import TrackingConnection
 from consistent.errors import Error
-from consistent.flavors import ServerRole
+from consistent.flavors import Flavor, ServerRole
 from consistent.hostport import split_host_port
 from consistent.policy import ReplicaKnowledge
 from consistent.policy.deadlines import monitor_poll_timeout
@@ -72,7 +71,7 @@ class ServerMonitor:
         primary: str,
         options: dict[str, Any],
         knowledge: ReplicaKnowledge,
-        flavor: FlavorSQL,
+        flavor: Flavor,
         *,
         interval: float,
         registry: MonitorRegistry,
@@ -154,7 +153,7 @@ class ServerMonitor:
             if roles:
                 # The roles ride on the executed-state poll: one round trip, as without them.
                 role = ServerRole.PRIMARY if is_primary else ServerRole.REPLICA
-                sql = flavor.flavor.executed_and_read_only_statement(role)
+                sql = flavor.executed_and_read_only_statement(role)
                 _, rows = _pymysql.query_table(conn, sql)
                 row = rows[0] if rows else (None,)
                 state = flavor.parse_executed(row[0])
@@ -163,7 +162,8 @@ class ServerMonitor:
                     self._read_history(conn, roles)
                     self._list_replicas(conn, roles)
             else:
-                statement = flavor.primary_executed if is_primary else flavor.replica_executed
+                role = ServerRole.PRIMARY if is_primary else ServerRole.REPLICA
+                statement = flavor.executed_state_statement(role)
                 state = flavor.parse_executed(_pymysql.query_value(conn, statement))
         except Exception as exc:
             self._close()
@@ -180,7 +180,7 @@ class ServerMonitor:
         self.polls += 1
         if is_primary:
             knowledge.record_primary_state(self.address, state)
-        elif all(shared.trusts(self.address, state, flavor.flavor) for shared in roles):
+        elif all(shared.trusts(self.address, state, flavor) for shared in roles):
             knowledge.record_poll(self.address, state, started=started, primary=primary)
         else:
             knowledge.record_failure(self.address)  # not to be read from (see trusts)
@@ -190,7 +190,7 @@ class ServerMonitor:
         """Take the server's ``read_only`` state (the poll's other columns), and read its
         replication sources while it accepts writes; what the server will not say (an
         error: no privilege to read replication) stays unknown."""
-        flavor = self._flavor.flavor
+        flavor = self._flavor
         try:
             self.read_only = not flavor.parse_read_only(read_only).writable
             if not self.read_only:
@@ -221,7 +221,7 @@ class ServerMonitor:
         wanting = [shared for shared in roles if shared.allow]
         if not wanting:
             return
-        flavor = self._flavor.flavor
+        flavor = self._flavor
         table = self._read(conn, flavor.replica_hosts_statement())
         if table is None:
             if not self._replicas_refused:
@@ -248,7 +248,7 @@ class ServerMonitor:
         wanting = [shared for shared in roles if shared.wants_history(self.address)]
         if not wanting:
             return
-        _, rows = _pymysql.query_table(conn, self._flavor.flavor.history_statement())
+        _, rows = _pymysql.query_table(conn, self._flavor.history_statement())
         row = rows[0] if rows else ()
         for shared in wanting:
             shared.history = (self.address, row)
@@ -305,7 +305,7 @@ class MonitorRegistry:
         self,
         user: object,
         knowledge: ReplicaKnowledge,
-        flavor: FlavorSQL,
+        flavor: Flavor,
         primary: tuple[str, dict[str, Any]],
         replicas: Sequence[tuple[str, dict[str, Any]]],
         *,

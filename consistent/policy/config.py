@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from consistent.errors import InterfaceError
-from consistent.policy.states import FlavorName
+from consistent.vocabulary import FlavorName, Tracking
 
 __all__ = ["Level", "OnTimeout", "PolicyConfig", "Tracking"]
 
@@ -67,17 +67,6 @@ class OnTimeout(StrEnum):
     def parse(cls, value: str | OnTimeout) -> OnTimeout:
         """The behaviour named ``value`` (case-insensitive; ``-`` may stand for ``_``)."""
         return _parse_member(cls, value, "on_timeout")
-
-
-class Tracking(StrEnum):
-    """Which GTIDs the primary connection's tracker must report for the current level."""
-
-    #: The session's own GTIDs (MySQL ``OWN_GTID``; MariaDB ``last_gtid``).
-    OWN = "own"
-    #: The primary's whole executed set after each commit (MySQL ``ALL_GTIDS``, used at
-    #: ``read_all_writes``).  MariaDB has no such tracker: its sessions track ``last_gtid`` at
-    #: every level, and ``read_all_writes`` needs nothing more.
-    ALL = "all"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from consistent import flavors
 from consistent.classify import Classification
 from consistent.errors import Error
-from consistent.flavors import Flavor
 from consistent.gtid import GtidState
 from consistent.policy._fast import frozen_factory
 from consistent.policy.config import Level
 from consistent.policy.knowledge import Learned
+from consistent.vocabulary import WaitOutcome
+
+if TYPE_CHECKING:
+    from consistent.flavors import Flavor
 
 __all__ = [
     "PRIMARY",
@@ -99,35 +101,10 @@ class Reason(StrEnum):
     NO_REPLICAS = "no_replicas"
 
 
-class WaitOutcome(StrEnum):
-    """How a wait on a replica ended, as reported by the driver."""
-
-    #: The replica reached the wait set.
-    REACHED = "reached"
-    #: The wait returned its timeout result.
-    TIMED_OUT = "timed_out"
-    #: The connection to the replica failed (or could not be opened).
-    FAILED = "failed"
-    #: The replica refused the wait statement with a server error.
-    ERROR = "error"
-
-
-#: The policy's outcome for each way a flavour's wait function ends.  NULL (the function
-#: declined to wait) tells nothing about the replica: it counts as an error.
-_FROM_FLAVOR: Final[dict[flavors.WaitOutcome, WaitOutcome]] = {
-    flavors.WaitOutcome.SATISFIED: WaitOutcome.REACHED,
-    flavors.WaitOutcome.TIMEOUT: WaitOutcome.TIMED_OUT,
-    flavors.WaitOutcome.UNAVAILABLE: WaitOutcome.ERROR,
-}
-
-
 def wait_outcome(flavor: Flavor, value: object) -> WaitOutcome:
     """The outcome to report for the value ``flavor``'s wait function returned (int, text or
-    bytes, as a driver gives it); a value the function cannot return is an error."""
-    try:
-        return _FROM_FLAVOR[flavor.interpret_wait_result(value)]
-    except Error:
-        return WaitOutcome.ERROR
+    bytes, as a driver gives it): :meth:`consistent.flavors.Flavor.wait_outcome`."""
+    return flavor.wait_outcome(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from enum import StrEnum
 from consistent.errors import InterfaceError
 from consistent.flavors import Flavor
 from consistent.gtid import GtidState
+from consistent.hostport import host_port_or_default
 from consistent.policy.knowledge import ReplicaKnowledge
 
 __all__ = [
@@ -271,7 +272,9 @@ class SharedRoles:
         configured are the discovered ones from now on.  Returns those that joined and those
         that left."""
         allowed = frozenset(
-            name for name in replicas - self.configured if self.allow.allows(_host(name))
+            name
+            for name in replicas - self.configured
+            if self.allow.allows(host_port_or_default(name)[0])
         )
         with self._lock:
             # A discovered replica that became the primary stays (it lists itself nowhere).
@@ -306,9 +309,3 @@ class SharedRoles:
         elif self.split_brain and not verdict.split_brain:
             logger.warning("split brain resolved: %s is the primary", verdict.primary)
         self.split_brain = verdict.split_brain
-
-
-def _host(address: str) -> str:
-    """The host of ``host:port`` (``[v6]:port`` too)."""
-    host = address.rpartition(":")[0]
-    return host[1:-1] if host.startswith("[") and host.endswith("]") else host

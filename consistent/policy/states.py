@@ -23,10 +23,11 @@ path, so its size is bounded.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
 
 from consistent.errors import InterfaceError, MalformedGtid, MalformedGtidSet
 from consistent.gtid import GtidSet, GtidState, MariaGtid, MariaPosition
+from consistent.vocabulary import FlavorName
 
 __all__ = [
     "MAX_TOKEN_LENGTH",
@@ -35,6 +36,7 @@ __all__ = [
     "distance",
     "empty_state",
     "flavor_of",
+    "format_state",
     "format_token",
     "merge",
     "missing",
@@ -42,8 +44,6 @@ __all__ = [
     "parse_token",
     "parse_tracked",
 ]
-
-FlavorName = Literal["mysql", "mariadb"]
 
 #: The longest token accepted, in characters: a MySQL set of about 1,400 server UUIDs with one
 #: interval each, or a MariaDB position of about 3,000 domains.
@@ -169,13 +169,18 @@ def distance(required: GtidState, known: GtidState | None) -> int:
     return total
 
 
+def format_state(state: GtidState) -> str:
+    """``state``'s canonical one-line text (no flavour tag); :func:`parse_state` reads it back."""
+    if isinstance(state, GtidSet):
+        return state.to_text(",")
+    return str(state)
+
+
 def format_token(state: GtidState | None) -> str:
     """The token for ``state``: ``""`` when nothing is required, else ``flavour:text``."""
     if not state:
         return ""
-    if isinstance(state, GtidSet):
-        return "mysql:" + state.to_text(",")
-    return "mariadb:" + str(state)
+    return f"{flavor_of(state)}:{format_state(state)}"
 
 
 def parse_token(token: object, flavor: FlavorName) -> GtidState:

@@ -118,7 +118,7 @@ _WAIT_OUTCOMES: Final[Mapping[str, str]] = {
 
 def wait_outcome_name(outcome: object) -> str:
     """The contract's word (``satisfied``, ``timeout``, ``error``) for a wait outcome given
-    as ``consistent.policy.WaitOutcome``, ``consistent.flavors.WaitOutcome`` or text."""
+    as ``consistent.policy.WaitOutcome`` or text."""
     value = getattr(outcome, "value", outcome)
     return _WAIT_OUTCOMES.get(str(value), "error")
 

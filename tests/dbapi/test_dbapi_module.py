@@ -11,9 +11,9 @@ import pytest
 
 import consistent.dbapi as db
 from consistent import errors
-from consistent.dbapi._flavor import detect_flavor, flavor_sql
 from consistent.dbapi.config import ServerSpec, build_config, parse_url
 from consistent.dbapi.cursor import cursor_class
+from consistent.flavors import MARIADB, MYSQL, ServerRole, flavor_by_name, server_flavor
 from consistent.gtid import GtidSet, MariaPosition
 from consistent.policy import Level, OnTimeout, Tracking, WaitOutcome
 from consistent.protocol.constants import ColumnType
@@ -225,12 +225,12 @@ def test_pymysql_cursor_classes_map_to_ours() -> None:
 
 
 def test_wait_statements_are_built_from_parsed_states() -> None:
-    mysql = flavor_sql("mysql")
+    mysql = MYSQL
     assert (
         mysql.wait_statement(GtidSet.parse(f"{A}:1-3,\n{A}:5"), 0.5)
         == f"SELECT WAIT_FOR_EXECUTED_GTID_SET('{A}:1-3:5', 0.5)"
     )
-    mariadb = flavor_sql("mariadb")
+    mariadb = MARIADB
     assert (
         mariadb.wait_statement(MariaPosition.parse("1-2-3,0-1-9"), 1)
         == "SELECT MASTER_GTID_WAIT('0-1-9,1-2-3', 1)"
@@ -252,25 +252,29 @@ def test_wait_statements_are_built_from_parsed_states() -> None:
 def test_wait_results_map_to_the_policys_outcomes(
     flavor: str, result: object, outcome: WaitOutcome
 ) -> None:
-    assert flavor_sql(flavor).wait_outcome(result) is outcome  # type: ignore[arg-type]
+    assert flavor_by_name(flavor).wait_outcome(result) is outcome
 
 
 def test_tracking_statements_per_flavour_and_level() -> None:
-    mysql = flavor_sql("mysql")
-    assert mysql.tracking_probe is None
-    assert str(mysql.primary_tracking(Tracking.OWN)).endswith("OWN_GTID")
-    assert str(mysql.primary_tracking(Tracking.ALL)).endswith("ALL_GTIDS")
-    assert mysql.replica_tracking is not None
-    mariadb = flavor_sql("mariadb")
-    assert mariadb.tracking_probe is not None
+    mysql = MYSQL
+    assert mysql.tracking_probe() is None
+    assert str(mysql.tracking_statement(mysql.tracker(Tracking.OWN))).endswith("OWN_GTID")
+    assert str(mysql.tracking_statement(mysql.tracker(Tracking.ALL))).endswith("ALL_GTIDS")
+    assert mysql.replica_tracking_statement() is not None
+    mariadb = MARIADB
+    assert mariadb.tracking_probe() is not None
     # MariaDB has only last_gtid: ALL tracks the same, and keeps what was already tracked.
-    assert mariadb.primary_tracking(Tracking.ALL, "autocommit,time_zone") == (
+    assert mariadb.tracker(Tracking.ALL) is Tracking.OWN
+    assert mariadb.tracking_statement(Tracking.OWN, "autocommit,time_zone") == (
         "SET SESSION session_track_system_variables = 'autocommit,time_zone,last_gtid'"
     )
-    assert mariadb.primary_tracking(Tracking.OWN, "last_gtid") is None
-    assert mariadb.replica_tracking is None
-    assert mariadb.primary_executed == "SELECT @@GLOBAL.gtid_binlog_pos"
-    assert mariadb.replica_executed == "SELECT @@GLOBAL.gtid_slave_pos"
+    assert mariadb.tracking_statement(Tracking.OWN, bytearray(b"last_gtid")) is None
+    assert mariadb.replica_tracking_statement() is None
+    primary = mariadb.executed_state_statement(ServerRole.PRIMARY)
+    assert primary == "SELECT @@GLOBAL.gtid_binlog_pos"
+    replica = mariadb.executed_state_statement(ServerRole.REPLICA)
+    assert replica == "SELECT @@GLOBAL.gtid_slave_pos"
+    assert mariadb.parse_executed(bytearray(b"0-1-5")) == MariaPosition.parse("0-1-5")
     assert mariadb.parse_executed(b"0-1-5") == MariaPosition.parse("0-1-5")
     assert mariadb.parse_executed(None) == MariaPosition()
 
@@ -288,4 +292,4 @@ def test_tracking_statements_per_flavour_and_level() -> None:
 def test_the_flavour_is_detected_from_the_version_string(
     version: str | bytes | None, flavor: str
 ) -> None:
-    assert detect_flavor(version) == flavor
+    assert server_flavor(None, version).name == flavor

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from consistent.flavors import MARIADB, TrackingMode, detect_flavor
+from consistent.flavors import MARIADB, detect_flavor
 from consistent.gtid import MariaPosition
 from consistent.protocol import (
     Capability,
@@ -53,6 +53,7 @@ from consistent.protocol import (
 )
 from consistent.testing.mariadb import MariaDBTopology
 from consistent.testing.pytest_plugin import CleanDatabase
+from consistent.vocabulary import Tracking
 
 pytestmark = pytest.mark.mariadb
 
@@ -238,7 +239,7 @@ def test_the_insert_ok_packet_carries_the_gtid_that_last_gtid_confirms(
     probe = result(client.query(MARIADB.tracking_probe()))
     (current,) = probe.rows[0]
     assert current is not None
-    statement = MARIADB.tracking_statement(TrackingMode.OWN_GTID, current)
+    statement = MARIADB.tracking_statement(Tracking.OWN, current)
     assert statement is not None
     ok(client.query(statement))
 

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from pymysql.constants import CLIENT
 
-from consistent.flavors import MARIADB, ServerRole, TrackingMode, WaitOutcome, detect_flavor
+from consistent.flavors import MARIADB, ServerRole, detect_flavor
 from consistent.gtid import GtidState, MariaPosition
+from consistent.policy.states import covers
 from consistent.protocol import Capability, OkPacket, pack_lenenc_int, parse_ok
 from consistent.testing.pytest_plugin import CleanDatabase
+from consistent.vocabulary import Tracking, WaitOutcome
 
 pytestmark = pytest.mark.mariadb
 
@@ -68,7 +70,7 @@ def tracked(mariadb_database: CleanDatabase) -> Iterator[Any]:
         flavor = detect_flavor(conn.server_version)
         assert flavor is MARIADB
         statement = flavor.tracking_statement(
-            TrackingMode.OWN_GTID, scalar(conn, flavor.tracking_probe() or "")
+            Tracking.OWN, scalar(conn, flavor.tracking_probe() or "")
         )
         assert statement is not None
         with conn.cursor() as cursor:
@@ -96,11 +98,11 @@ def test_the_ok_packet_reports_the_gtid_the_server_committed(
     assert MARIADB.format_state(required) == scalar(tracked, "SELECT @@last_gtid")
     (gtid,) = required.gtids()
     assert (gtid.domain, gtid.server_id) == (0, mariadb_database.topology.primary.server_id)
-    assert not MARIADB.covers(before, required)
+    assert not covers(before, required)
     executed = MARIADB.parse_executed(
         scalar(tracked, MARIADB.executed_state_statement(ServerRole.PRIMARY))
     )
-    assert MARIADB.covers(executed, required)
+    assert covers(executed, required)
     # The next write gets the next sequence number in the same domain.
     (following,) = write(tracked, 2).gtids()  # type: ignore[union-attr]
     assert (following.domain, following.seq_no) == (0, gtid.seq_no + 1)
@@ -121,28 +123,24 @@ def test_a_delayed_replica_misses_the_write_until_the_wait_says_it_is_there(
         executed = MARIADB.parse_executed(
             scalar(reader, MARIADB.executed_state_statement(ServerRole.REPLICA))
         )
-        assert not MARIADB.covers(executed, required)
+        assert not covers(executed, required)
 
         # A wait that gives up quickly says so, and the row is still missing.
         started = time.monotonic()
-        outcome = MARIADB.interpret_wait_result(
-            scalar(reader, MARIADB.wait_statement(required, 0.2))
-        )
-        assert outcome is WaitOutcome.TIMEOUT
+        outcome = MARIADB.wait_outcome(scalar(reader, MARIADB.wait_statement(required, 0.2)))
+        assert outcome is WaitOutcome.TIMED_OUT
         assert 0.15 <= time.monotonic() - started < DELAY_SECONDS
         assert rows(reader, "SELECT id FROM notes WHERE id = 42") == []
 
         # The primitive: wait for the tracked GTID, then the same read sees the write.
-        outcome = MARIADB.interpret_wait_result(
-            scalar(reader, MARIADB.wait_statement(required, 10))
-        )
-        assert outcome is WaitOutcome.SATISFIED
+        outcome = MARIADB.wait_outcome(scalar(reader, MARIADB.wait_statement(required, 10)))
+        assert outcome is WaitOutcome.REACHED
         assert time.monotonic() - written >= DELAY_SECONDS - 1  # MASTER_DELAY has 1 s steps
         assert rows(reader, "SELECT id, body FROM notes WHERE id = 42") == [(42, "mine")]
         executed = MARIADB.parse_executed(
             scalar(reader, MARIADB.executed_state_statement(ServerRole.REPLICA))
         )
-        assert MARIADB.covers(executed, required)
+        assert covers(executed, required)
 
 
 def test_a_replica_that_is_not_delayed_satisfies_the_wait_at_once(
@@ -152,8 +150,8 @@ def test_a_replica_that_is_not_delayed_satisfies_the_wait_at_once(
     replica = mariadb_database.topology.replicas[1]
     with contextlib.closing(mariadb_database.connect(replica)) as reader:
         started = time.monotonic()
-        outcome = MARIADB.interpret_wait_result(scalar(reader, MARIADB.wait_statement(required, 5)))
-        assert outcome is WaitOutcome.SATISFIED
+        outcome = MARIADB.wait_outcome(scalar(reader, MARIADB.wait_statement(required, 5)))
+        assert outcome is WaitOutcome.REACHED
         assert time.monotonic() - started < 2
         assert rows(reader, "SELECT id FROM notes") == [(7,)]
 
@@ -164,17 +162,15 @@ def test_a_zero_timeout_only_checks(tracked: Any, mariadb_database: CleanDatabas
     required = write(tracked, 9)
     with contextlib.closing(mariadb_database.connect(topology.replicas[0])) as reader:
         started = time.monotonic()
-        outcome = MARIADB.interpret_wait_result(scalar(reader, MARIADB.wait_statement(required, 0)))
-        assert outcome is WaitOutcome.TIMEOUT
+        outcome = MARIADB.wait_outcome(scalar(reader, MARIADB.wait_statement(required, 0)))
+        assert outcome is WaitOutcome.TIMED_OUT
         assert time.monotonic() - started < 1
         topology.resume(0)
-        outcome = MARIADB.interpret_wait_result(
-            scalar(reader, MARIADB.wait_statement(required, 10))
-        )
-        assert outcome is WaitOutcome.SATISFIED
+        outcome = MARIADB.wait_outcome(scalar(reader, MARIADB.wait_statement(required, 10)))
+        assert outcome is WaitOutcome.REACHED
         assert (
-            MARIADB.interpret_wait_result(scalar(reader, MARIADB.wait_statement(required, 0)))
-            is WaitOutcome.SATISFIED
+            MARIADB.wait_outcome(scalar(reader, MARIADB.wait_statement(required, 0)))
+            is WaitOutcome.REACHED
         )
 
 

@@ -26,13 +26,13 @@ from consistent.flavors import (
     MariaDBFlavor,
     MySQLFlavor,
     ServerRole,
-    TrackingMode,
-    WaitOutcome,
     _quote_gtid_text,
     detect_flavor,
     flavor_by_name,
+    server_flavor,
 )
 from consistent.gtid import GtidSet, MariaGtid, MariaPosition
+from consistent.policy import states
 from consistent.protocol import (
     Capability,
     Gtids,
@@ -44,6 +44,7 @@ from consistent.protocol import (
     TransactionState,
     parse_ok,
 )
+from consistent.vocabulary import Tracking, WaitOutcome
 
 UUID_A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 UUID_B = "f27f6971-03e7-11eb-85c5-98af65a6dc4a"
@@ -102,15 +103,9 @@ def test_flavor_by_name_overrides_detection() -> None:
 
 def test_mysql_tracking_statements() -> None:
     assert MYSQL.tracking_probe() is None
-    assert (
-        MYSQL.tracking_statement(TrackingMode.OWN_GTID)
-        == "SET SESSION session_track_gtids = OWN_GTID"
-    )
-    assert (
-        MYSQL.tracking_statement(TrackingMode.ALL_GTIDS)
-        == "SET SESSION session_track_gtids = ALL_GTIDS"
-    )
-    assert MYSQL.supported_modes == {TrackingMode.OWN_GTID, TrackingMode.ALL_GTIDS}
+    assert MYSQL.tracking_statement(Tracking.OWN) == "SET SESSION session_track_gtids = OWN_GTID"
+    assert MYSQL.tracking_statement(Tracking.ALL) == "SET SESSION session_track_gtids = ALL_GTIDS"
+    assert MYSQL.supported_modes == {Tracking.OWN, Tracking.ALL}
 
 
 @pytest.mark.parametrize(
@@ -131,24 +126,24 @@ def test_mysql_tracking_statements() -> None:
 def test_mariadb_adds_last_gtid_and_keeps_what_is_tracked(
     current: str | bytes, expected_list: str
 ) -> None:
-    statement = MARIADB.tracking_statement(TrackingMode.OWN_GTID, current)
+    statement = MARIADB.tracking_statement(Tracking.OWN, current)
     assert statement == f"SET SESSION session_track_system_variables = '{expected_list}'"
 
 
 @pytest.mark.parametrize("current", ["last_gtid", "autocommit,LAST_GTID", "*", "time_zone,*"])
 def test_mariadb_sends_nothing_when_last_gtid_is_already_tracked(current: str) -> None:
-    assert MARIADB.tracking_statement(TrackingMode.OWN_GTID, current) is None
+    assert MARIADB.tracking_statement(Tracking.OWN, current) is None
 
 
 def test_mariadb_tracking_needs_the_current_value_and_refuses_odd_names() -> None:
     assert MARIADB.tracking_probe() == "SELECT @@SESSION.session_track_system_variables"
     with pytest.raises(InterfaceError, match="tracking_probe"):
-        MARIADB.tracking_statement(TrackingMode.OWN_GTID)
+        MARIADB.tracking_statement(Tracking.OWN)
     with pytest.raises(InterfaceError):
-        MARIADB.tracking_statement(TrackingMode.OWN_GTID, "x'; DROP TABLE t; --")
+        MARIADB.tracking_statement(Tracking.OWN, "x'; DROP TABLE t; --")
     with pytest.raises(NotSupportedError):
-        MARIADB.tracking_statement(TrackingMode.ALL_GTIDS, "")
-    assert MARIADB.supported_modes == {TrackingMode.OWN_GTID}
+        MARIADB.tracking_statement(Tracking.ALL, "")
+    assert MARIADB.supported_modes == {Tracking.OWN}
 
 
 # --- the session's GTIDs from OK packets -----------------------------------------------------
@@ -269,10 +264,8 @@ def test_a_flavour_refuses_the_other_flavours_state() -> None:
         MYSQL.wait_statement(MariaPosition.parse("0-1-1"), 1)
     with pytest.raises(InterfaceError, match="MariaPosition"):
         MARIADB.wait_statement(GtidSet(), 1)
-    with pytest.raises(InterfaceError):
-        MARIADB.covers(GtidSet(), MariaPosition())
-    with pytest.raises(InterfaceError):
-        MYSQL.merge(GtidSet(), MariaPosition())
+    with pytest.raises(InterfaceError, match="MariaPosition"):
+        MARIADB.format_state(GtidSet())
 
 
 def test_quoting_refuses_anything_that_is_not_gtid_text() -> None:
@@ -325,21 +318,21 @@ def test_mariadb_wait_statement_round_trips_the_position(
 @pytest.mark.parametrize(
     ("flavor", "value", "expected"),
     [
-        (MYSQL, 0, WaitOutcome.SATISFIED),
-        (MYSQL, 1, WaitOutcome.TIMEOUT),
-        (MYSQL, "1", WaitOutcome.TIMEOUT),
-        (MYSQL, b"0", WaitOutcome.SATISFIED),
-        (MYSQL, None, WaitOutcome.UNAVAILABLE),
-        (MARIADB, 0, WaitOutcome.SATISFIED),
-        (MARIADB, -1, WaitOutcome.TIMEOUT),
-        (MARIADB, b"-1", WaitOutcome.TIMEOUT),
-        (MARIADB, Decimal("0"), WaitOutcome.SATISFIED),
-        (MARIADB, -1.0, WaitOutcome.TIMEOUT),
-        (MARIADB, None, WaitOutcome.UNAVAILABLE),
+        (MYSQL, 0, WaitOutcome.REACHED),
+        (MYSQL, 1, WaitOutcome.TIMED_OUT),
+        (MYSQL, "1", WaitOutcome.TIMED_OUT),
+        (MYSQL, b"0", WaitOutcome.REACHED),
+        (MYSQL, None, WaitOutcome.ERROR),
+        (MARIADB, 0, WaitOutcome.REACHED),
+        (MARIADB, -1, WaitOutcome.TIMED_OUT),
+        (MARIADB, b"-1", WaitOutcome.TIMED_OUT),
+        (MARIADB, Decimal("0"), WaitOutcome.REACHED),
+        (MARIADB, -1.0, WaitOutcome.TIMED_OUT),
+        (MARIADB, None, WaitOutcome.ERROR),
     ],
 )
 def test_wait_results(flavor: Flavor, value: object, expected: WaitOutcome) -> None:
-    assert flavor.interpret_wait_result(value) is expected
+    assert flavor.wait_outcome(value) is expected
 
 
 @pytest.mark.parametrize(
@@ -356,9 +349,8 @@ def test_wait_results(flavor: Flavor, value: object, expected: WaitOutcome) -> N
         (MARIADB, b""),
     ],
 )
-def test_impossible_wait_results_raise(flavor: Flavor, value: object) -> None:
-    with pytest.raises(InterfaceError):
-        flavor.interpret_wait_result(value)
+def test_impossible_wait_results_are_errors(flavor: Flavor, value: object) -> None:
+    assert flavor.wait_outcome(value) is WaitOutcome.ERROR
 
 
 # --- executed state ----------------------------------------------------------------------------
@@ -395,32 +387,62 @@ def test_parse_state_raises_malformed_for_user_text() -> None:
         MARIADB.parse_state("0-1-1,0-2-2")  # one GTID per domain
 
 
+# --- the flavour of a server ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "expected"),
+    [
+        (None, None, MYSQL),
+        ("mysql", None, MYSQL),
+        (None, "8.0.36", MYSQL_UNTAGGED),
+        ("mysql", "8.0.36", MYSQL_UNTAGGED),
+        ("mysql", "8.4.0", MYSQL),
+        ("mysql", "10.11.6-MariaDB", MYSQL),  # named: the name wins
+        (None, b"10.11.6-MariaDB", MARIADB),
+        ("mariadb", "8.0.36", MARIADB),
+    ],
+)
+def test_server_flavor_from_the_name_and_the_version(
+    name: policy.FlavorName | None, version: str | bytes | None, expected: Flavor
+) -> None:
+    assert server_flavor(name, version) is expected
+
+
+def test_the_tracker_per_level() -> None:
+    assert MYSQL.tracker(Tracking.ALL) is Tracking.ALL
+    assert MYSQL.tracker(Tracking.OWN) is Tracking.OWN
+    assert MARIADB.tracker(Tracking.ALL) is Tracking.OWN
+    assert MYSQL.replica_tracking_statement() == "SET SESSION session_track_gtids = ALL_GTIDS"
+    assert MARIADB.replica_tracking_statement() is None
+
+
 # --- coverage ----------------------------------------------------------------------------------
 
 
 def test_mysql_covers_is_set_inclusion() -> None:
     executed = MYSQL.parse_state(f"{UUID_A}:1-10")
-    assert MYSQL.covers(executed, MYSQL.parse_state(f"{UUID_A}:3-4"))
-    assert MYSQL.covers(executed, MYSQL.empty_state())
-    assert not MYSQL.covers(executed, MYSQL.parse_state(f"{UUID_A}:11"))
-    assert not MYSQL.covers(executed, MYSQL.parse_state(f"{UUID_B}:1"))
+    assert states.covers(executed, MYSQL.parse_state(f"{UUID_A}:3-4"))
+    assert states.covers(executed, MYSQL.empty_state())
+    assert not states.covers(executed, MYSQL.parse_state(f"{UUID_A}:11"))
+    assert not states.covers(executed, MYSQL.parse_state(f"{UUID_B}:1"))
     # A gap is not covered even when higher GNOs are.
     gappy = MYSQL.parse_state(f"{UUID_A}:1-4:6-10")
-    assert not MYSQL.covers(gappy, MYSQL.parse_state(f"{UUID_A}:5"))
-    assert MYSQL.outstanding(gappy, MYSQL.parse_state(f"{UUID_A}:4-6")) == MYSQL.parse_state(
+    assert not states.covers(gappy, MYSQL.parse_state(f"{UUID_A}:5"))
+    assert states.missing(MYSQL.parse_state(f"{UUID_A}:4-6"), gappy) == MYSQL.parse_state(
         f"{UUID_A}:5"
     )
 
 
 def test_mariadb_covers_is_seq_no_per_domain() -> None:
     executed = MARIADB.parse_state("0-1-100,1-2-5")
-    assert MARIADB.covers(executed, MARIADB.parse_state("0-1-100"))
-    assert MARIADB.covers(executed, MARIADB.parse_state("0-7-50"))  # server id does not matter
-    assert MARIADB.covers(executed, MARIADB.empty_state())
-    assert not MARIADB.covers(executed, MARIADB.parse_state("0-1-101"))
-    assert not MARIADB.covers(executed, MARIADB.parse_state("2-1-1"))
-    assert MARIADB.outstanding(
-        executed, MARIADB.parse_state("0-1-101,1-2-5,2-3-1")
+    assert states.covers(executed, MARIADB.parse_state("0-1-100"))
+    assert states.covers(executed, MARIADB.parse_state("0-7-50"))  # server id does not matter
+    assert states.covers(executed, MARIADB.empty_state())
+    assert not states.covers(executed, MARIADB.parse_state("0-1-101"))
+    assert not states.covers(executed, MARIADB.parse_state("2-1-1"))
+    assert states.missing(
+        MARIADB.parse_state("0-1-101,1-2-5,2-3-1"), executed
     ) == MARIADB.parse_state("0-1-101,2-3-1")
 
 
@@ -428,23 +450,21 @@ def test_mariadb_covers_is_seq_no_per_domain() -> None:
 def test_mariadb_outstanding_is_empty_exactly_when_covered(
     executed: MariaPosition, required: MariaPosition
 ) -> None:
-    assert MARIADB.covers(executed, required) == (not MARIADB.outstanding(executed, required))
-    merged = MARIADB.merge(executed, required)
-    assert MARIADB.covers(merged, required)
-    assert MARIADB.covers(merged, executed)
-    assert MARIADB.covers(
-        MARIADB.merge(executed, MARIADB.outstanding(executed, required)), required
-    )
+    assert states.covers(executed, required) == (not states.missing(required, executed))
+    merged = states.merge(executed, required)
+    assert states.covers(merged, required)
+    assert states.covers(merged, executed)
+    assert states.covers(states.merge(executed, states.missing(required, executed)), required)
 
 
 @given(gtid_sets, gtid_sets)
 def test_mysql_outstanding_is_empty_exactly_when_covered(
     executed: GtidSet, required: GtidSet
 ) -> None:
-    assert MYSQL.covers(executed, required) == (not MYSQL.outstanding(executed, required))
-    merged = MYSQL.merge(executed, required)
-    assert MYSQL.covers(merged, required)
-    assert MYSQL.covers(merged, executed)
+    assert states.covers(executed, required) == (not states.missing(required, executed))
+    merged = states.merge(executed, required)
+    assert states.covers(merged, required)
+    assert states.covers(merged, executed)
 
 
 @given(gtid_sets)

@@ -23,25 +23,13 @@ from consistent.emulator.replication.delay import check_delay
 from consistent.emulator.results import Column, ResultSet, StmtResult, bigint_column, text_column
 from consistent.emulator.sql.lexer import Statement, Tok, TokenStream
 from consistent.emulator.statements import Kind
+from consistent.errnos import ER
 
 if TYPE_CHECKING:
     from consistent.emulator.replication.service import ReplicationService
     from consistent.emulator.session import Session
 
-__all__ = ["RplER", "install", "replica_status_rows"]
-
-
-class RplER:
-    """Replication errnos and notes (server error reference, 8.0)."""
-
-    BAD_REPLICA = 1200
-    REPLICA_CHANNEL_DOES_NOT_EXIST = 3074
-    REPLICA_CHANNEL_IO_THREAD_MUST_STOP = 3021
-    REPLICA_CHANNEL_SQL_THREAD_MUST_STOP = 3085
-    REPLICA_CHANNEL_MUST_STOP = 3081
-    REPLICA_CHANNEL_WAS_RUNNING = 3083
-    REPLICA_CHANNEL_WAS_NOT_RUNNING = 3084
-    REPLICA_CHANNEL_NAME_INVALID_OR_TOO_LONG = 3069
+__all__ = ["install", "replica_status_rows"]
 
 
 def _error(code: int, message: str) -> SqlError:
@@ -63,7 +51,7 @@ def _for_channel(ts: TokenStream) -> str | None:
         name = ts.string()
         if len(name) > 64:
             raise _error(
-                RplER.REPLICA_CHANNEL_NAME_INVALID_OR_TOO_LONG,
+                ER.REPLICA_CHANNEL_NAME_INVALID_OR_TOO_LONG,
                 "Invalid channel name. Channel name must be 64 characters or less.",
             )
         return name.lower()
@@ -75,14 +63,14 @@ def _targets(service: ReplicationService, name: str | None) -> list[Channel]:
         channel = service.channel(name)
         if channel is None or not channel.config.host:
             raise _error(
-                RplER.REPLICA_CHANNEL_DOES_NOT_EXIST,
+                ER.REPLICA_CHANNEL_DOES_NOT_EXIST,
                 f"Replica channel '{name}' does not exist.",
             )
         return [channel]
     channels = service.configured()
     if not channels:
         raise _error(
-            RplER.BAD_REPLICA,
+            ER.BAD_REPLICA,
             "The server is not configured as replica; fix in config file or with CHANGE "
             "REPLICATION SOURCE TO",
         )
@@ -127,7 +115,7 @@ def _delay_value(ts: TokenStream) -> int:
     try:
         return check_delay(token.text)
     except SqlError as exc:
-        if exc.code == 1064:
+        if exc.code == ER.PARSE_ERROR:
             raise ts.error(token) from None
         raise
 
@@ -201,13 +189,13 @@ def _change_handler(service: ReplicationService) -> Callable[..., Awaitable[Stmt
         if channel is not None:
             if channel.io_running and _CONNECTION_OPTIONS & changes.keys():
                 raise _error(
-                    RplER.REPLICA_CHANNEL_IO_THREAD_MUST_STOP,
+                    ER.REPLICA_CHANNEL_IO_THREAD_MUST_STOP,
                     "This operation cannot be performed with a running replica io thread; "
                     f"run STOP REPLICA IO_THREAD FOR CHANNEL '{name}' first.",
                 )
             if channel.sql_running and "delay" in changes:
                 raise _error(
-                    RplER.REPLICA_CHANNEL_SQL_THREAD_MUST_STOP,
+                    ER.REPLICA_CHANNEL_SQL_THREAD_MUST_STOP,
                     "This operation cannot be performed with a running replica sql thread; "
                     f"run STOP REPLICA SQL_THREAD FOR CHANNEL '{name}' first.",
                 )
@@ -235,7 +223,7 @@ def _start_handler(service: ReplicationService) -> Callable[..., Awaitable[StmtR
         for channel in _targets(service, name):
             if not await channel.start(io=io, sql=sql):
                 session.warn(
-                    RplER.REPLICA_CHANNEL_WAS_RUNNING,
+                    ER.REPLICA_CHANNEL_WAS_RUNNING,
                     f"Replication thread(s) for channel '{channel.name}' are already runnning.",
                     "Note",
                 )
@@ -254,7 +242,7 @@ def _stop_handler(service: ReplicationService) -> Callable[..., Awaitable[StmtRe
         for channel in _targets(service, name):
             if not await channel.stop(io=io, sql=sql):
                 session.warn(
-                    RplER.REPLICA_CHANNEL_WAS_NOT_RUNNING,
+                    ER.REPLICA_CHANNEL_WAS_NOT_RUNNING,
                     f"Replication thread(s) for channel '{channel.name}' are already stopped.",
                     "Note",
                 )
@@ -276,14 +264,14 @@ def _reset_handler(service: ReplicationService) -> Callable[..., Awaitable[StmtR
             found = service.channel(name)
             if found is None:
                 raise _error(
-                    RplER.REPLICA_CHANNEL_DOES_NOT_EXIST,
+                    ER.REPLICA_CHANNEL_DOES_NOT_EXIST,
                     f"Replica channel '{name}' does not exist.",
                 )
             channels = [found]
         for channel in channels:
             if channel.io_running or channel.sql_running:
                 raise _error(
-                    RplER.REPLICA_CHANNEL_MUST_STOP,
+                    ER.REPLICA_CHANNEL_MUST_STOP,
                     "This operation cannot be performed with running replication threads; "
                     f"run STOP REPLICA FOR CHANNEL '{channel.name}' first",
                 )

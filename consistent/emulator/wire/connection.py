@@ -26,7 +26,7 @@ from consistent.emulator.wire import encode
 from consistent.emulator.wire.auth import SERVER_CAPABILITIES, Attempt, Authenticator, new_nonce
 from consistent.emulator.wire.auth import access_denied as _access_denied
 from consistent.emulator.wire.config import WireConfig
-from consistent.emulator.wire.errors import WireER, wire_error
+from consistent.emulator.wire.errors import wire_error
 from consistent.emulator.wire.params import execute_statement_id, parse_execute
 from consistent.emulator.wire.stream import (
     PacketsOutOfOrder,
@@ -34,6 +34,7 @@ from consistent.emulator.wire.stream import (
     PacketTooLarge,
     PeerClosed,
 )
+from consistent.errnos import ER
 from consistent.errors import Error, RemoteProtocolError
 from consistent.protocol.auth import MYSQL_NATIVE_PASSWORD
 from consistent.protocol.binary import BinaryType
@@ -165,11 +166,11 @@ class Connection:
             logger.debug("connection %d: client closed the connection", self.connection_id)
         except PacketTooLarge as e:
             logger.warning("connection %d: %s", self.connection_id, e)
-            await self._send_quietly(wire_error(WireER.NET_PACKET_TOO_LARGE))
+            await self._send_quietly(wire_error(ER.NET_PACKET_TOO_LARGE))
             await self.stream.discard(e.unread, _LINGER_SECONDS)
         except PacketsOutOfOrder as e:
             logger.warning("connection %d: %s", self.connection_id, e)
-            await self._send_quietly(wire_error(WireER.NET_PACKETS_OUT_OF_ORDER))
+            await self._send_quietly(wire_error(ER.NET_PACKETS_OUT_OF_ORDER))
         except RemoteProtocolError as e:
             logger.warning("connection %d: malformed packet, closing: %s", self.connection_id, e)
         except TimeoutError:
@@ -207,7 +208,7 @@ class Connection:
         payload = await self.stream.read(self._host.config.connect_timeout)
         if is_ssl_request(payload):
             # TLS is not offered; a client that insists gets mysqld's bad-handshake error.
-            await self._send_quietly(wire_error(WireER.HANDSHAKE_ERROR))
+            await self._send_quietly(wire_error(ER.HANDSHAKE_ERROR))
             return False
         response = parse_handshake_response41(payload, SERVER_CAPABILITIES)
         self.capabilities = int(response.capabilities) & int(SERVER_CAPABILITIES)
@@ -269,7 +270,7 @@ class Connection:
                 payload = await self.stream.read_command(idle)
             except TimeoutError:
                 logger.info("connection %d: idle longer than wait_timeout", self.connection_id)
-                await self._send_quietly(wire_error(WireER.CLIENT_INTERACTION_TIMEOUT))
+                await self._send_quietly(wire_error(ER.CLIENT_INTERACTION_TIMEOUT))
                 return
             if not payload:
                 raise RemoteProtocolError("empty command packet")
@@ -289,7 +290,7 @@ class Connection:
             err = ErrPacket(exc.errno, exc.sqlstate or _UNKNOWN_ERROR_SQLSTATE, exc.msg)
         else:
             logger.error("connection %d: internal error", self.connection_id, exc_info=exc)
-            err = wire_error(WireER.UNKNOWN_ERROR, f"{type(exc).__name__}: {exc}")
+            err = wire_error(ER.UNKNOWN_ERROR, f"{type(exc).__name__}: {exc}")
         return build_err(err, self.capabilities)
 
     async def _answer(self, work: Callable[[], Awaitable[list[bytes]]]) -> None:
@@ -310,7 +311,7 @@ class Connection:
 
     async def _unknown_command(self, payload: bytes) -> bool:
         logger.debug("connection %d: unknown command 0x%02x", self.connection_id, payload[0])
-        await self.stream.send(build_err(wire_error(WireER.UNKNOWN_COM_ERROR), self.capabilities))
+        await self.stream.send(build_err(wire_error(ER.UNKNOWN_COM_ERROR), self.capabilities))
         return True
 
     async def _quit(self, payload: bytes) -> bool:
@@ -435,9 +436,7 @@ class Connection:
 
     async def _set_option(self, payload: bytes) -> bool:
         if len(payload) == 3 and int.from_bytes(payload[1:3], "little") not in _SET_OPTIONS:
-            await self.stream.send(
-                build_err(wire_error(WireER.UNKNOWN_COM_ERROR), self.capabilities)
-            )
+            await self.stream.send(build_err(wire_error(ER.UNKNOWN_COM_ERROR), self.capabilities))
             return True
         option = parse_set_option(payload)
         if option is SetOption.MULTI_STATEMENTS_ON:
@@ -467,7 +466,7 @@ class Connection:
         stmt_id = execute_statement_id(payload)
         statement = self._statements.get(stmt_id)
         if statement is None:
-            err = wire_error(WireER.UNKNOWN_STMT_HANDLER, stmt_id, "mysqld_stmt_execute")
+            err = wire_error(ER.UNKNOWN_STMT_HANDLER, stmt_id, "mysqld_stmt_execute")
             await self.stream.send(build_err(err, self.capabilities))
             return True
         long_data = {i: bytes(b) for i, b in statement.long_data.items()}
@@ -476,7 +475,7 @@ class Connection:
         statement.long_data_size = 0
         if too_long:
             await self.stream.send(
-                build_err(wire_error(WireER.NET_PACKET_TOO_LARGE), self.capabilities)
+                build_err(wire_error(ER.NET_PACKET_TOO_LARGE), self.capabilities)
             )
             return True
         request = parse_execute(payload, statement.param_count, statement.types, long_data)
@@ -525,7 +524,7 @@ class Connection:
     async def _stmt_fetch(self, payload: bytes) -> bool:
         # Cursors are never opened (CURSOR_EXISTS is never set), so there is nothing to fetch.
         fetch = parse_stmt_fetch(payload)
-        err = wire_error(WireER.STMT_HAS_NO_OPEN_CURSOR, fetch.statement_id)
+        err = wire_error(ER.STMT_HAS_NO_OPEN_CURSOR, fetch.statement_id)
         await self.stream.send(build_err(err, self.capabilities))
         return True
 

@@ -9,10 +9,10 @@ https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 from types import MappingProxyType
 from typing import Final
 
+from consistent.errnos import ER
 from consistent.errors import InterfaceError, RemoteProtocolError
 from consistent.protocol.responses import ErrPacket
 
@@ -21,7 +21,6 @@ __all__ = [
     "PacketTooLarge",
     "PacketsOutOfOrder",
     "PeerClosed",
-    "WireER",
     "wire_error",
 ]
 
@@ -43,23 +42,6 @@ class PacketsOutOfOrder(RemoteProtocolError):
     """A packet arrived with an unexpected sequence id (ERR 1156)."""
 
 
-class WireER(IntEnum):
-    """mysqld errnos of the connection layer (symbol without the ``ER_`` prefix).
-
-    https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html
-    """
-
-    HANDSHAKE_ERROR = 1043
-    UNKNOWN_COM_ERROR = 1047
-    SERVER_SHUTDOWN = 1053
-    UNKNOWN_ERROR = 1105
-    NET_PACKET_TOO_LARGE = 1153
-    NET_PACKETS_OUT_OF_ORDER = 1156
-    UNKNOWN_STMT_HANDLER = 1243
-    STMT_HAS_NO_OPEN_CURSOR = 1421
-    CLIENT_INTERACTION_TIMEOUT = 4031
-
-
 @dataclass(frozen=True, slots=True)
 class _Spec:
     sqlstate: str
@@ -68,19 +50,19 @@ class _Spec:
 
 WIRE_ERRORS: Final = MappingProxyType(
     {
-        WireER.HANDSHAKE_ERROR: _Spec("08S01", "Bad handshake"),
-        WireER.UNKNOWN_COM_ERROR: _Spec("08S01", "Unknown command"),
-        WireER.SERVER_SHUTDOWN: _Spec("08S01", "Server shutdown in progress"),
-        WireER.UNKNOWN_ERROR: _Spec("HY000", "%s"),
-        WireER.NET_PACKET_TOO_LARGE: _Spec(
+        ER.HANDSHAKE_ERROR: _Spec("08S01", "Bad handshake"),
+        ER.UNKNOWN_COM_ERROR: _Spec("08S01", "Unknown command"),
+        ER.SERVER_SHUTDOWN: _Spec("08S01", "Server shutdown in progress"),
+        ER.UNKNOWN_ERROR: _Spec("HY000", "%s"),
+        ER.NET_PACKET_TOO_LARGE: _Spec(
             "08S01", "Got a packet bigger than 'max_allowed_packet' bytes"
         ),
-        WireER.NET_PACKETS_OUT_OF_ORDER: _Spec("08S01", "Got packets out of order"),
-        WireER.UNKNOWN_STMT_HANDLER: _Spec(
+        ER.NET_PACKETS_OUT_OF_ORDER: _Spec("08S01", "Got packets out of order"),
+        ER.UNKNOWN_STMT_HANDLER: _Spec(
             "HY000", "Unknown prepared statement handler (%s) given to %s"
         ),
-        WireER.STMT_HAS_NO_OPEN_CURSOR: _Spec("HY000", "The statement (%s) has no open cursor."),
-        WireER.CLIENT_INTERACTION_TIMEOUT: _Spec(
+        ER.STMT_HAS_NO_OPEN_CURSOR: _Spec("HY000", "The statement (%s) has no open cursor."),
+        ER.CLIENT_INTERACTION_TIMEOUT: _Spec(
             "HY000",
             "The client was disconnected by the server because of inactivity. See wait_timeout "
             "and interactive_timeout for configuring this behavior.",
@@ -89,7 +71,7 @@ WIRE_ERRORS: Final = MappingProxyType(
 )
 
 
-def wire_error(code: WireER, *args: object) -> ErrPacket:
+def wire_error(code: ER, *args: object) -> ErrPacket:
     """The ERR packet for ``code``, its message formatted from ``args``."""
     spec = WIRE_ERRORS[code]
     message = spec.template % args if args else spec.template

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Final
 from consistent.emulator.wire.auth import Authenticator
 from consistent.emulator.wire.config import WireConfig
 from consistent.emulator.wire.connection import Connection
-from consistent.emulator.wire.errors import WireER, wire_error
+from consistent.emulator.wire.errors import wire_error
 from consistent.emulator.wire.stream import PacketStream
+from consistent.errnos import ER
 from consistent.errors import Error
 from consistent.protocol.constants import Capability
 from consistent.protocol.responses import build_err
@@ -208,7 +209,7 @@ class WireServer:
             session = self._server.open_session(_PRE_AUTH_USER, host=host)
         except Error as e:
             logger.warning("refusing a connection: %s", e)
-            err = wire_error(WireER.SERVER_SHUTDOWN)
+            err = wire_error(ER.SERVER_SHUTDOWN)
             with contextlib.suppress(OSError, TimeoutError):
                 await stream.send(build_err(err, Capability.PROTOCOL_41))
             await stream.close(config.net_write_timeout)
