@@ -124,8 +124,10 @@ _SQLSTATE_READ_ONLY_TRANSACTION = "25006"
 _AUTOCOMMIT_PIN = "autocommit_off"
 # Session state a replica refused to replay.
 _SESSION_STATE_PIN = "session_state"
-# Details of a fallback: the read's replica failed during it; every replica lags too much.
+# Details of a fallback: the read's replica failed during it; every replica lags too much;
+# the replica refused to prepare the statement.
 _REPLICA_FAILED = "replica_failed"
+_PREPARE_FAILED = "prepare_error"
 _LAGGING = "lag"
 
 _K = StatementKind
@@ -787,6 +789,13 @@ class SessionPolicy:
         goes to the primary."""
         self.pin(_SESSION_STATE_PIN)
         return self._to_primary(decision, Reason.PINNED, _SESSION_STATE_PIN)
+
+    def on_prepare_failed(self, decision: Decision) -> Decision:
+        """The statement, a prepared one, could not be prepared on ``decision.target`` (the
+        replica refused it: a table or function it lacks, a setting it does not have): it
+        runs on the primary, as a fallback, and the session is not pinned (the next
+        statement may prepare there)."""
+        return self._to_primary(decision, Reason.TIMEOUT_FALLBACK, _PREPARE_FAILED)
 
     def observe_gtids(self, target: str, state: GtidState, *, acknowledge: bool = True) -> None:
         """GTID information from an OK packet on ``target``'s connection.

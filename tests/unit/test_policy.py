@@ -1112,6 +1112,29 @@ def test_state_a_replica_refuses_to_replay_pins_the_session() -> None:
     assert drive(policy, "SELECT 2").final.target == PRIMARY
 
 
+def test_a_statement_a_replica_cannot_prepare_falls_back_to_the_primary_unpinned() -> None:
+    policy, _, _ = make()
+    first = policy.route(classify("SELECT 1"), "SELECT 1")
+    assert first.target != PRIMARY
+    d = policy.on_prepare_failed(first)
+    assert (d.action, d.target, d.reason_text) == (
+        Action.EXECUTE,
+        PRIMARY,
+        "timeout_fallback(prepare_error)",
+    )
+    assert d.wait_set is None
+    assert not policy.pins
+    assert drive(policy, "SELECT 2").final.target != PRIMARY
+
+
+def test_a_prepare_failure_in_a_deferred_read_only_transaction_starts_it_on_the_primary() -> None:
+    policy, _, _ = make()
+    drive(policy, "START TRANSACTION READ ONLY")
+    first = policy.route(classify("SELECT 1"), "SELECT 1")
+    d = policy.on_prepare_failed(first)
+    assert (d.target, d.prelude) == (PRIMARY, ((PRIMARY, READ_ONLY_BEGIN),))
+
+
 def test_a_replay_failure_in_a_deferred_read_only_transaction_starts_it_on_the_primary() -> None:
     policy, _, _ = make()
     drive(policy, "START TRANSACTION READ ONLY")
