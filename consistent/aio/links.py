@@ -30,6 +30,7 @@ from consistent.dbapi.config import ServerSpec
 from consistent.dbapi.links import LinkBase
 from consistent.errnos import CR
 from consistent.flavors import Flavor
+from consistent.policy import Tracking
 
 __all__ = ["AsyncServerLink"]
 
@@ -90,17 +91,19 @@ class AsyncServerLink(LinkBase[TrackingConnection]):
         else:
             opened = await self._open_once()
         self._opened(opened)
-        replica_tracking = flavor.replica_tracking_statement() if flavor is not None else None
-        if self.replica and replica_tracking is not None:
-            try:
-                async with asyncio.timeout(self.read_timeout):
-                    await opened.query(replica_tracking)
-            except TimeoutError as exc:
-                self.drop()
-                raise self.missed_deadline(self.read_timeout) from exc
-            except BaseException:
-                self.drop()
-                raise
+        if self.replica and flavor is not None:
+            statement = flavor.replica_tracking_statement()
+            if statement is not None:
+                try:
+                    async with asyncio.timeout(self.read_timeout):
+                        await opened.query(statement)
+                except TimeoutError as exc:
+                    self.drop()
+                    raise self.missed_deadline(self.read_timeout) from exc
+                except BaseException:
+                    self.drop()
+                    raise
+            self.tracking = Tracking.ALL
         return opened
 
     def missed_deadline(self, timeout: float | None) -> pymysql.err.OperationalError:

@@ -58,7 +58,13 @@ from consistent.policy import (
     process_acknowledged,
     process_knowledge,
 )
-from consistent.policy.deadlines import wait_deadline
+from consistent.policy.driver import (
+    ReadyKind,
+    ReadySteps,
+    ready_steps,
+    tracking_steps,
+    wait_query,
+)
 from consistent.policy.roles import OnSplitBrain, SharedRoles
 from consistent.telemetry import (
     NOOP_SPAN,
@@ -480,19 +486,13 @@ class SessionCore:
 
     def _tracking_plan(self, link: Link, tracking: Tracking) -> Plan[None]:
         """Turn the primary's tracker to ``tracking`` unless it already is."""
-        if link.tracking is tracking or link.raw is None:
+        if link.raw is None:
             return
-        flavor = self._flavor
-        probe = flavor.tracking_probe()
-        current = (yield (VALUE, link, (probe, None))) if probe is not None else None
-        statement = flavor.tracking_statement(flavor.tracker(tracking), current)
-        if statement is not None:
-            yield (QUERY, link, statement)
-        link.tracking = tracking
+        yield from self._steps_plan(link, tracking_steps(self._flavor, link, tracking))
 
     def _ready_plan(self, link: Link) -> Plan[Any]:
-        """``link``'s connection, opened, with the session's state replayed on it."""
-        policy = self._policy
+        """``link``'s connection, opened, with the session's state replayed on it and the
+        tracker its role needs (:func:`~consistent.policy.driver.ready_steps`)."""
         if link is self._primary:
             if self._lost is not None:
                 raise errors.OperationalError(PRIMARY_LOST, self._lost)
@@ -509,48 +509,63 @@ class SessionCore:
                     "read-only again (on_split_brain=refuse)",
                 )
             raw = yield (OPEN, link, None)
-            if link.replay:
-                # A primary the session moved to: its state follows, as onto a replica.
-                link.replay = False
-                try:
-                    yield from self._replay_plan(link, raw)
-                except ReplayFailed as exc:
-                    raise self._primary_lost(
-                        errors.OperationalError(
-                            PRIMARY_LOST,
-                            f"the session's state could not follow the primary: {exc}",
-                        )
-                    ) from exc
-            if link.tracking is not policy.tracking and not policy.in_transaction:
-                yield from self._tracking_plan(link, policy.tracking)
+            # A primary the session moved to gets its state, as a replica does; the primary
+            # it started on ran it all itself.
+            replay, link.replay = link.replay, False
+            try:
+                yield from self._ready_steps_plan(link, raw, primary=True, replay=replay)
+            except ReplayFailed as exc:
+                raise self._primary_lost(
+                    errors.OperationalError(
+                        PRIMARY_LOST,
+                        f"the session's state could not follow the primary: {exc}",
+                    )
+                ) from exc
             return raw
         raw = yield (OPEN, link, None)
-        yield from self._replay_plan(link, raw)
+        yield from self._ready_steps_plan(link, raw, primary=False, replay=True)
         return raw
 
-    def _replay_plan(self, link: Link, raw: Any) -> Plan[None]:
-        """Replay the session's state on ``link``'s connection ``raw`` up to now."""
+    def _ready_steps_plan(self, link: Link, raw: Any, *, primary: bool, replay: bool) -> Plan[None]:
+        """Run :func:`~consistent.policy.driver.ready_steps` on ``link``'s connection ``raw``;
+        a replayed statement that fails raises :class:`ReplayFailed`."""
         policy = self._policy
-        if link.applied_seq < policy.replay_seq:
-            names = self._names
-            if names is not None and (raw.charset, getattr(raw, "collation", None)) != names:
-                # set_character_set() changed the driver's encoding as well as the session's:
-                # this connection's encoding follows, then the replay below sets the session.
-                try:
-                    yield (NAMES, link, names)
-                except Exception as exc:
-                    if _pymysql.is_disconnect(exc):
-                        raise
-                    raise ReplayFailed(f"SET NAMES {names[0]}") from exc
-            statements, seq = policy.replay_since(link.applied_seq)
-            for sql in statements:
-                try:
-                    yield (QUERY, link, sql)
-                except Exception as exc:
-                    if _pymysql.is_disconnect(exc):
-                        raise
-                    raise ReplayFailed(sql) from exc
-            link.applied_seq = seq
+        names = self._names
+        if (
+            replay
+            and link.applied_seq < policy.replay_seq
+            and names is not None
+            and (raw.charset, getattr(raw, "collation", None)) != names
+        ):
+            # set_character_set() changed the driver's encoding as well as the session's:
+            # this connection's encoding follows, then the replay sets the session.
+            try:
+                yield (NAMES, link, names)
+            except Exception as exc:
+                if _pymysql.is_disconnect(exc):
+                    raise
+                raise ReplayFailed(f"SET NAMES {names[0]}") from exc
+        steps = ready_steps(policy, self._flavor, link, primary=primary, replay=replay)
+        yield from self._steps_plan(link, steps)
+
+    def _steps_plan(self, link: Link, steps: ReadySteps) -> Plan[None]:
+        """Run each of ``steps`` on ``link``, answering probes with their value."""
+        value: Any = None
+        while True:
+            try:
+                step = steps.send(value)
+            except StopIteration:
+                return
+            value = None
+            try:
+                if step.kind is ReadyKind.PROBE:
+                    value = yield (VALUE, link, (step.sql, None))
+                else:
+                    yield (QUERY, link, step.sql)
+            except Exception as exc:
+                if step.kind is not ReadyKind.REPLAY or _pymysql.is_disconnect(exc):
+                    raise
+                raise ReplayFailed(step.sql) from exc
 
     def _target_plan(self, target: str, step: StepKind = CALL, arg: Any = None) -> Plan[Any]:
         """Run something outside the routing (ping, autocommit…) on one server: ``step``
@@ -653,17 +668,11 @@ class SessionCore:
 
     def _wait_plan(self, decision: Decision) -> Plan[tuple[WaitOutcome, float]]:
         link = self._replicas[decision.target]
-        wait_set = decision.wait_set
-        assert wait_set is not None
-        timeout = decision.wait_timeout or self._policy.config.wait_timeout
+        wait = wait_query(self._policy, self._flavor, decision)
         started = time.monotonic()
         try:
             yield (OPEN, link, None)
-            value = yield (
-                VALUE,
-                link,
-                (self._flavor.wait_statement(wait_set, timeout), wait_deadline(timeout)),
-            )
+            value = yield (VALUE, link, (wait.sql, wait.deadline))
         except Exception as exc:
             if _pymysql.is_disconnect(exc):
                 link.drop()

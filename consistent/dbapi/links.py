@@ -163,22 +163,12 @@ class ServerLink(LinkBase[TrackingConnection]):
         else:
             conn = self._open_once()
         self._opened(conn)
-        replica_tracking = flavor.replica_tracking_statement() if flavor is not None else None
-        if self.replica and replica_tracking is not None:
-            conn.query(replica_tracking)
+        if self.replica and flavor is not None:
+            statement = flavor.replica_tracking_statement()
+            if statement is not None:
+                conn.query(statement)
+            self.tracking = Tracking.ALL
         return conn
-
-    def set_tracking(self, flavor: Flavor, tracking: Tracking) -> None:
-        """Turn the primary's tracker to ``tracking`` unless it already is."""
-        conn = self._conn
-        if self.tracking is tracking or conn is None:
-            return
-        probe = flavor.tracking_probe()
-        current = _pymysql.query_value(conn, probe) if probe is not None else None
-        statement = flavor.tracking_statement(flavor.tracker(tracking), current)
-        if statement is not None:
-            conn.query(statement)
-        self.tracking = tracking
 
     def _close_now(self, conn: TrackingConnection) -> None:
         _pymysql.force_close(conn)

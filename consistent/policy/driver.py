@@ -31,9 +31,8 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from consistent.flavors import TrackingMode
-from consistent.policy.config import Tracking
 from consistent.policy.deadlines import wait_deadline
+from consistent.vocabulary import Tracking
 
 if TYPE_CHECKING:
     from consistent.flavors import Flavor
@@ -44,10 +43,11 @@ __all__ = [
     "LinkState",
     "ReadyKind",
     "ReadyStep",
+    "ReadySteps",
     "WaitQuery",
-    "primary_tracking",
+    "is_ready",
     "ready_steps",
-    "replica_tracking",
+    "tracking_steps",
     "wait_query",
 ]
 
@@ -95,42 +95,37 @@ def ready_steps(
             yield ReadyStep(ReadyKind.REPLAY, sql)
         link.applied_seq = seq
     if primary:
-        want = policy.tracking
-        if link.tracking is want or policy.in_transaction:
-            return
-        probe = flavor.tracking_probe()
-        current = (yield ReadyStep(ReadyKind.PROBE, probe)) if probe is not None else None
-        statement = primary_tracking(flavor, want, current)
-        if statement is not None:
-            yield ReadyStep(ReadyKind.TRACKING, statement)
-        link.tracking = want
+        if not policy.in_transaction:
+            yield from tracking_steps(flavor, link, policy.tracking)
     elif link.tracking is None:
-        statement = replica_tracking(flavor)
+        statement = flavor.replica_tracking_statement()
         if statement is not None:
             yield ReadyStep(ReadyKind.TRACKING, statement)
         link.tracking = Tracking.ALL
 
 
-def primary_tracking(
-    flavor: Flavor, tracking: Tracking, current: bytes | str | None = None
-) -> str | None:
-    """The statement that makes the primary's OK packets carry what ``tracking`` needs
-    (``None``: already on); ``current`` is the value of the flavour's tracking probe.
-    MariaDB has only ``last_gtid``, at every level (``read_all_writes`` needs nothing more:
-    see :mod:`consistent.policy.acknowledged`)."""
-    mode = TrackingMode.ALL_GTIDS if tracking is Tracking.ALL else TrackingMode.OWN_GTID
-    if mode not in flavor.supported_modes:
-        mode = TrackingMode.OWN_GTID
-    return flavor.tracking_statement(mode, current)
+def is_ready(
+    policy: SessionPolicy, flavor: Flavor, link: LinkState, *, primary: bool, replay: bool = True
+) -> bool:
+    """Whether :func:`ready_steps` has nothing for ``link`` to run (a front end's fast path
+    sends the statement at once)."""
+    if replay and link.applied_seq < policy.replay_seq:
+        return False
+    if primary:
+        return link.tracking is policy.tracking or policy.in_transaction
+    return link.tracking is not None or Tracking.ALL not in flavor.supported_modes
 
 
-def replica_tracking(flavor: Flavor) -> str | None:
-    """On MySQL, ``ALL_GTIDS`` on a replica connection reports the replica's executed state in
-    every OK packet (which the replica knowledge learns); ``None`` on MariaDB, which has no
-    such tracker."""
-    if TrackingMode.ALL_GTIDS not in flavor.supported_modes:
-        return None
-    return flavor.tracking_statement(TrackingMode.ALL_GTIDS)
+def tracking_steps(flavor: Flavor, link: LinkState, want: Tracking) -> ReadySteps:
+    """Turn the primary connection's tracker to ``want`` unless it already is."""
+    if link.tracking is want:
+        return
+    probe = flavor.tracking_probe()
+    current = (yield ReadyStep(ReadyKind.PROBE, probe)) if probe is not None else None
+    statement = flavor.tracking_statement(flavor.tracker(want), current)
+    if statement is not None:
+        yield ReadyStep(ReadyKind.TRACKING, statement)
+    link.tracking = want
 
 
 @dataclass(frozen=True, slots=True)

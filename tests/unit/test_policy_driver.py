@@ -10,7 +10,7 @@ from consistent import flavors
 from consistent.classify import classify
 from consistent.flavors import Flavor
 from consistent.policy import PRIMARY, SessionPolicy, Tracking
-from consistent.policy.driver import ReadyKind, ReadyStep, ready_steps, wait_query
+from consistent.policy.driver import ReadyKind, ReadyStep, is_ready, ready_steps, wait_query
 from consistent.policy.session import Action
 
 from .test_policy import drive, make
@@ -135,3 +135,19 @@ def test_a_decision_without_a_wait_set_has_no_wait_query() -> None:
     d = policy.route(classify("SELECT 1"), "SELECT 1")
     with pytest.raises(ValueError, match="waits for nothing"):
         wait_query(policy, flavors.MYSQL, d)
+
+
+@pytest.mark.parametrize("primary", [True, False], ids=["primary", "replica"])
+@pytest.mark.parametrize("flavor", [flavors.MYSQL, flavors.MARIADB], ids=lambda f: f.name)
+def test_a_link_is_ready_exactly_when_it_has_no_steps(flavor: Flavor, primary: bool) -> None:
+    policy = session(flavor.name)
+    link = Link()
+    for replay in (True, False):
+        steps = ready_steps(policy, flavor, Link(), primary=primary, replay=replay)
+        expected = run(steps, probe_value=b"") == []
+        assert is_ready(policy, flavor, Link(), primary=primary, replay=replay) is expected
+    run(ready_steps(policy, flavor, link, primary=primary), probe_value=b"")
+    assert is_ready(policy, flavor, link, primary=primary)
+    drive(policy, "SET SESSION time_zone = '+00:00'")
+    assert not is_ready(policy, flavor, link, primary=primary)
+    assert is_ready(policy, flavor, link, primary=primary, replay=False)
