@@ -2,7 +2,9 @@
 
 They derive from :mod:`consistent.errors`, whose classes also derive from PyMySQL's: a class
 compiled with mypyc cannot derive safely from such a hierarchy (several Python bases), so the
-compiled modules (``stream``, ``backends``) raise these and never declare exceptions.
+compiled modules (``stream``, ``backends``, the session's parts) raise these and never declare
+exceptions.  :class:`ReplayFailed` and :class:`Broken` never leave a session: they carry a
+slow-path step's failure to the code that answers the client.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from consistent.errors import Error, InterfaceError
 if TYPE_CHECKING:
     from proxy.handshake import BackendLoginError
 
-__all__ = ["BackendUnavailable", "ConnectionClosed", "PoolExhausted"]
+__all__ = [
+    "BackendUnavailable",
+    "Broken",
+    "ConnectionClosed",
+    "PoolExhausted",
+    "ReplayFailed",
+    "WritesRefused",
+]
 
 
 class ConnectionClosed(InterfaceError):
@@ -47,3 +56,11 @@ class PoolExhausted(BackendUnavailable):
             f"waited {wait:g} s)",
         )
         self.pool = pool
+
+
+class ReplayFailed(Exception):
+    """Session state could not be replayed on a replica connection."""
+
+
+class Broken(Exception):
+    """The session cannot go on (primary lost with state only it had)."""

@@ -19,7 +19,7 @@ One scheme (README "Connection ids and KILL"):
   are refused.
 
 This module parses those statements and builds the proxy's answers; the session
-(:mod:`proxy.slowpath`) carries them out.
+(:mod:`proxy.sessioncommands`) carries them out.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ KEYS = [
 
 
 def count(tally: RoutedTally, key: tuple[str, str]) -> None:
-    """What a session does per statement (``SessionBase._account``)."""
+    """What a session does per statement (``Router._account``)."""
     tally.add(*key)
 
 

@@ -1,4 +1,4 @@
-"""The client's side of a session: framing its byte stream into commands.
+"""The client's side of a session: its byte stream framed into commands.
 
 Commands arrive one at a time; what the client sends while one runs is buffered (reading pauses
 beyond a bound) and served afterwards, except the file a LOCAL INFILE request asked for, which
@@ -15,28 +15,29 @@ rest.  Until the last piece has arrived, whatever the session sends the client f
 (an early ERR 1153 from a server whose ``max_allowed_packet`` is smaller, or the proxy's own
 answer) is held back, then renumbered after the client's last sequence id, as a server's answer
 would be: the client reads nothing before it has sent its whole command.
+
+The reader hands each command to the session's :class:`~proxy.commands.CommandHandler` and
+writes to the client through :attr:`ClientReader.write` (the held-back sink while a command
+streams in).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 from consistent.classify import MAX_CLASSIFIED_LENGTH
 from consistent.errnos import ER
-from consistent.protocol import (
-    ErrPacket,
-    build_err,
-)
+from consistent.protocol import ErrPacket, build_err
 from consistent.protocol.constants import MAX_PACKET_PAYLOAD, Command
 from proxy.backends import BackendConnection
-from proxy.relay import ResponseRelay
-from proxy.sessionbase import (
-    SessionBase,
-)
-from proxy.stream import frame, header, renumber
+from proxy.stream import frame, renumber
 
-__all__ = ["ClientInput"]
+if TYPE_CHECKING:
+    from proxy.session import Session
+
+__all__ = ["STREAM_THRESHOLD", "ClientReader"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,67 +49,96 @@ STREAM_THRESHOLD: Final = 1 + MAX_CLASSIFIED_LENGTH
 _HEAD: Final = STREAM_THRESHOLD
 _COM_QUERY: Final = int(Command.QUERY)
 #: mysqld's message for ER_NET_PACKET_TOO_LARGE.
-_TOO_LARGE: Final = "Got a packet bigger than 'max_allowed_packet' bytes"
+TOO_LARGE: Final = "Got a packet bigger than 'max_allowed_packet' bytes"
 
 
-class ClientInput(SessionBase):
+class ClientReader:
     """Framing of the client's stream (see the module docstring)."""
 
-    def _on_client_data(self, data: bytes) -> None:
-        if not self._cbuf:
-            if not self._busy and self._infile is None:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._max_packet = session.config.max_allowed_packet
+        #: What the client sent that is not served yet.
+        self.buffer = bytearray()
+        #: Where whatever the session sends the client goes (see the module docstring).
+        self.write: Callable[[bytes | bytearray | memoryview], None] = session.client.write
+        self._paused_reading = False
+        self._infile: BackendConnection | None = None
+        self._infile_cont = False
+        #: A COM_QUERY is streaming: the packet being passed on as it arrives.
+        self.streaming = False
+        self._stream_left = 0  # bytes of the current physical packet still to come
+        self._stream_more = False  # a 16 MiB piece: another physical packet follows
+        self._stream_seq = 0  # sequence id of the next physical packet
+        #: Payload bytes of the streamed packet announced so far.
+        self.stream_size = 0
+        self._stream_to: BackendConnection | None = None
+        self._stream_drop = False  # answered without a server: the rest is dropped
+        self._stream_blocked = False  # the backend's write buffer is full
+        self._gate: bytearray | None = None  # what the client gets once the command is in
+        self._done_deferred = False
+
+    def on_data(self, data: bytes) -> None:
+        """The client's bytes, as they arrive (the stream-mode sink of its endpoint)."""
+        if not self.buffer:
+            handler = self._session.handler
+            if not handler.busy and self._infile is None:
                 n = len(data)
                 if n >= 5:
                     length = data[0] | data[1] << 8 | data[2] << 16
                     if n == length + 4 and length < _MAX and data[3] == 0:
-                        self._command(data, data[4:], 1)
+                        handler.command(data, data[4:], 1)
                         return
-            elif self._streaming:
+            elif self.streaming:
                 used = self._stream_feed(data)
                 if self._stream_complete():
-                    self._cbuf += data[used:]  # the commands after it, served once it ends
+                    self.buffer += data[used:]  # the commands after it, served once it ends
                     self._stream_end()
                     return
                 if used == len(data):
                     return
                 data = data[used:]
-        self._cbuf += data
-        self._pump()
+        self.buffer += data
+        self.pump()
 
-    def _pump(self) -> None:
+    def pump(self) -> None:
         """Serve what the client buffer holds, as far as the session's state allows."""
-        while not self._closing:
-            if self._streaming:
+        session = self._session
+        handler = session.handler
+        while not session.closing:
+            if self.streaming:
                 if not self._stream_buffered():
-                    self._check_buffer()
+                    self.check_buffer()
                     return
                 continue
             if self._infile is not None:
                 if not self._forward_infile():
                     return
                 continue
-            if self._busy:
-                self._check_buffer()
+            if handler.busy:
+                self.check_buffer()
                 return
             started = self._start_stream()
             if started:
                 continue
             packet = None if started is not None else self._take_packet()
             if packet is None:
-                self._check_buffer()
+                self.check_buffer()
                 return
             raw, payload, next_seq = packet
-            self._command(raw, payload, next_seq)
+            handler.command(raw, payload, next_seq)
 
-    def _check_buffer(self) -> None:
+    def check_buffer(self) -> None:
         """Bound what waits behind a running command: reading from the client pauses beyond
         the limit and resumes once the session is idle, and pauses while a streamed command's
         backend cannot take more.  A single command being received is bounded by
         ``max_allowed_packet`` instead (its header announces its size)."""
-        transport = self.client.transport
+        transport = self._session.client.transport
         if transport is None:
             return
-        if self._stream_blocked or (self._busy and len(self._cbuf) > _CLIENT_BUFFER_LIMIT):
+        if self._stream_blocked or (
+            self._session.handler.busy and len(self.buffer) > _CLIENT_BUFFER_LIMIT
+        ):
             if not self._paused_reading:
                 self._paused_reading = True
                 transport.pause_reading()
@@ -116,55 +146,116 @@ class ClientInput(SessionBase):
             self._paused_reading = False
             transport.resume_reading()
 
+    def take_all(self) -> bytes:
+        """Everything buffered, taken out (what follows COM_CHANGE_USER is its auth)."""
+        leftover = bytes(self.buffer)
+        self.buffer.clear()
+        return leftover
+
+    def protocol_error(self, errno: int, sqlstate: str, message: str, seq: int) -> None:
+        """The client broke the protocol: an ERR saying why, then the connection closes."""
+        session = self._session
+        session.metrics.client_protocol_errors += 1
+        self.write = session.client.write
+        self._gate = None
+        self.write(frame(build_err(ErrPacket(errno, sqlstate, message), session.caps), seq))
+        self.buffer.clear()
+        session.close(message)
+
+    # ----------------------------------------------------------------- LOCAL INFILE
+
+    def start_infile(self, conn: BackendConnection) -> None:
+        """The server asked for a LOCAL INFILE: what the client sends next goes to ``conn``."""
+        self._infile = conn
+        self._infile_cont = False
+        if self.buffer:
+            self.pump()
+
+    def _forward_infile(self) -> bool:
+        """Pass the client's LOCAL INFILE packets to the backend; True when the empty packet
+        that ends the file was passed (the backend's answer then ends the command)."""
+        buf = self.buffer
+        conn = self._infile
+        assert conn is not None
+        pos = 0
+        end = len(buf)
+        finished = False
+        while end - pos >= 4:
+            length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+            if end - pos - 4 < length:
+                break
+            last = length == 0 and not self._infile_cont
+            self._infile_cont = length == _MAX
+            pos += 4 + length
+            if last:
+                finished = True
+                break
+        if pos:
+            conn.write(bytes(buf[:pos]))
+            del buf[:pos]
+        if finished:
+            self._infile = None
+        return finished
+
     # ----------------------------------------------------------------- streamed commands
 
     def _start_stream(self) -> bool | None:
         """Start streaming the COM_QUERY at the head of the buffer when it is long enough to
         (True), once its first bytes are here (False: wait); ``None`` for anything else."""
-        buf = self._cbuf
+        buf = self.buffer
         if len(buf) < 5 or buf[4] != _COM_QUERY or buf[3] != 0:
             return None
         length = buf[0] | buf[1] << 8 | buf[2] << 16
-        if length <= STREAM_THRESHOLD or length > self._config.max_allowed_packet:
+        if length <= STREAM_THRESHOLD or length > self._max_packet:
             return None  # gathered (or refused) by _take_packet
         if len(buf) < 4 + _HEAD:
             return False
         raw = bytes(buf[: 4 + _HEAD])
         del buf[: 4 + _HEAD]
-        self._streaming = True
+        self.streaming = True
         self._stream_left = length - _HEAD
         self._stream_more = length == _MAX
         self._stream_seq = 1
-        self._stream_size = length
+        self.stream_size = length
         self._stream_to = None
         self._stream_drop = False
         self._gate = bytearray()
-        self._write = self._hold
-        self._metrics.streamed_commands += 1
-        self._command(raw, raw[4:], 1)
+        self.write = self._hold
+        self._session.metrics.streamed_commands += 1
+        self._session.handler.command(raw, raw[4:], 1)
         if self._stream_complete():
             self._stream_end()
         return True
 
     def _stream_buffered(self) -> bool:
         """Pass on the streamed packet's bytes the buffer holds; True once it has ended."""
-        buf = self._cbuf
+        buf = self.buffer
         used = self._stream_feed(buf)
         if used:
             del buf[:used]
         if self._stream_complete():
             self._stream_end()
-        return not self._streaming
+        return not self.streaming
 
     def _stream_complete(self) -> bool:
         """The streamed packet has arrived whole (:meth:`_stream_end` is due)."""
-        return self._streaming and not self._stream_left and not self._stream_more
+        return self.streaming and not self._stream_left and not self._stream_more
 
     def _hold(self, data: bytes | bytearray | memoryview) -> None:
         """The client's sink while a streamed command arrives."""
         gate = self._gate
         if gate is not None:
             gate += data
+
+    def flush_held(self) -> None:
+        """The session closes mid-stream: the held-back answer goes out, numbered as if the
+        command had ended here."""
+        gate = self._gate
+        if gate:
+            self._gate = None
+            client = self._session.client
+            self.write = client.write
+            client.write(renumber(gate, self._stream_seq)[0])
 
     def _stream_feed(self, data: bytes | bytearray) -> int:
         """Pass (or drop) the streamed packet's bytes at the start of ``data``; returns how
@@ -194,16 +285,16 @@ class ClientInput(SessionBase):
                     ER.NET_PACKETS_OUT_OF_ORDER, "Got packets out of order", conn
                 )
                 return n
-            self._stream_size += length
-            if self._stream_size > self._config.max_allowed_packet:
-                self._stream_violation(ER.NET_PACKET_TOO_LARGE, _TOO_LARGE, conn)
+            self.stream_size += length
+            if self.stream_size > self._max_packet:
+                self._stream_violation(ER.NET_PACKET_TOO_LARGE, TOO_LARGE, conn)
                 return n
             if conn is not None:
                 limit = conn.max_allowed_packet
-                if limit is not None and self._stream_size > limit:
+                if limit is not None and self.stream_size > limit:
                     if pos > start:
                         conn.write(data[start:pos])
-                    self._stream_refused(conn)
+                    self.refused(conn)
                     conn = None
                     start = pos
             self._stream_seq = (self._stream_seq + 1) & 0xFF
@@ -217,28 +308,25 @@ class ClientInput(SessionBase):
 
     def _stream_violation(self, errno: int, message: str, conn: BackendConnection | None) -> None:
         if conn is not None:
-            self._forget(conn)  # it holds part of a command: its stream is lost
+            self._session.backends.forget(conn)  # it holds part of a command: its stream is lost
         self._stream_reset()
-        self._protocol_error(errno, "08S01", message, self._stream_seq)
+        self.protocol_error(errno, "08S01", message, self._stream_seq)
 
-    def _stream_attach(self, conn: BackendConnection) -> None:
+    def attach(self, conn: BackendConnection) -> None:
         """The streamed command was sent to ``conn``: the rest of it follows."""
         self._stream_to = conn
         conn.on_write_paused = self._stream_write_paused
         if conn.write_paused:
             self._stream_write_paused(True)
-        if self._cbuf:
-            self._pump()
+        if self.buffer:
+            self.pump()
 
-    def _stream_refused(self, conn: BackendConnection | None = None) -> None:
+    def refused(self, conn: BackendConnection | None = None) -> None:
         """The streamed command is larger than its server's ``max_allowed_packet``: the
         client gets the server's own error (1153), the rest is dropped, and ``conn``, which
         holds part of the command, is closed (as the server closes it)."""
-        relay = self._relay
-        if relay is not None:
-            relay.on_done = None  # the answer is the proxy's now
-            relay.on_lost = None
-        self._relay = None
+        session = self._session
+        session.router.drop_relay()  # the answer is the proxy's now
         self._stream_to = None
         self._stream_drop = True
         self._stream_blocked = False
@@ -246,83 +334,98 @@ class ClientInput(SessionBase):
             if conn.on_write_paused is not None:
                 conn.on_write_paused = None
             conn.abort()  # the session hears of it as of any lost connection
-        self._reply_err(ER.NET_PACKET_TOO_LARGE, "08S01", _TOO_LARGE, self._reply_seq)
+        handler = session.handler
+        handler.reply_err(ER.NET_PACKET_TOO_LARGE, "08S01", TOO_LARGE, handler.reply_seq)
 
-    def _stream_lost(self) -> None:
-        """The backend of a streamed command went away (a server refusing a packet larger
-        than its ``max_allowed_packet`` answers 1153 and closes): the rest is dropped."""
+    def backend_closed(self, conn: BackendConnection) -> None:
+        """A backend connection ended: if the streamed command was going to it (a server
+        refusing a packet larger than its ``max_allowed_packet`` answers 1153 and closes),
+        the rest is dropped."""
+        if conn is not self._stream_to:
+            return
         self._stream_to = None
         self._stream_drop = True
         self._stream_blocked = False
-        self._check_buffer()
-        if self._cbuf:
-            self._pump()
+        self.check_buffer()
+        if self.buffer:
+            self.pump()
 
     def _stream_write_paused(self, paused: bool) -> None:
         self._stream_blocked = paused
-        self._check_buffer()
+        self.check_buffer()
 
     def _stream_reset(self) -> None:
         conn = self._stream_to
         if conn is not None and conn.on_write_paused is not None:
             conn.on_write_paused = None
-        self._streaming = False
+        self.streaming = False
         self._stream_to = None
         self._stream_drop = False
         self._stream_blocked = False
         self._stream_left = 0
         self._stream_more = False
 
+    def defer_done(self) -> None:
+        """The streamed command was answered before all of it arrived: it ends once the rest
+        is here (dropped if no server takes it)."""
+        self._done_deferred = True
+        if self._stream_to is None and not self._stream_drop:
+            self._stream_drop = True
+            if self.buffer:
+                self.pump()
+
     def _stream_end(self) -> None:
         """The streamed packet has arrived whole: release what was held for the client,
         renumbered after the client's last sequence id."""
         self._stream_reset()
+        session = self._session
         seq = self._stream_seq
-        self._reply_seq = seq
+        handler = session.handler
+        handler.reply_seq = seq
         gate = self._gate
         self._gate = None
-        self._write = self.client.write
-        relay = self._relay
+        self.write = session.client.write
+        relay = session.router.relay
         if gate:
             first = gate[3]
             renumbered, whole = renumber(gate, seq)
             if whole != len(gate):
-                logger.error("session %d: a partial packet was held back; closing", self.id)
-                self.abort()
+                logger.error("session %d: a partial packet was held back; closing", session.id)
+                session.abort()
                 return
-            self._write(renumbered)
+            self.write(renumbered)
             if relay is not None and not relay.done:
-                relay.write = self._write
+                relay.write = self.write
                 relay.shift((seq - first) & 0xFF)
         elif relay is not None and not relay.done:
-            relay.write = self._write
+            relay.write = self.write
             relay.expect(seq)
-        self._check_buffer()
+        self.check_buffer()
         if self._done_deferred:
             self._done_deferred = False
-            self._done()
+            handler.done()
 
     def _take_packet(self) -> tuple[bytes, bytes, int] | None:
         """The next complete command from the buffer: wire bytes, payload, and the sequence
         id the reply starts at.  Closes the client on a framing violation."""
-        buf = self._cbuf
+        buf = self.buffer
         end = len(buf)
         pos = 0
         parts: list[bytes] = []
         seq = 0
-        limit = self._config.max_allowed_packet
+        limit = self._max_packet
         while True:
             if end - pos < 4:
                 return None
             length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
             if buf[pos + 3] != seq:
-                self._protocol_error(
+                self.protocol_error(
                     ER.NET_PACKETS_OUT_OF_ORDER, "08S01", "Got packets out of order", seq + 1
                 )
                 return None
             size = sum(len(p) for p in parts) + length
             if size > limit:
-                self._protocol_error(ER.NET_PACKET_TOO_LARGE, "08S01", _TOO_LARGE, seq + 1)
+                self.protocol_error(ER.NET_PACKET_TOO_LARGE, "08S01", TOO_LARGE, seq + 1)
                 return None
             if end - pos - 4 < length:
                 return None
@@ -335,60 +438,3 @@ class ClientInput(SessionBase):
         del buf[:pos]
         payload = parts[0] if len(parts) == 1 else b"".join(parts)
         return raw, payload, seq
-
-    def _protocol_error(self, errno: int, sqlstate: str, message: str, seq: int) -> None:
-        self._metrics.client_protocol_errors += 1
-        self._write = self.client.write
-        self._gate = None
-        self._write(frame(build_err(ErrPacket(errno, sqlstate, message), self.caps), seq))
-        self._cbuf.clear()
-        self.close(message)
-
-    def _forward_infile(self) -> bool:
-        """Pass the client's LOCAL INFILE packets to the backend; True when the empty packet
-        that ends the file was passed (the backend's answer then ends the command)."""
-        buf = self._cbuf
-        conn = self._infile
-        assert conn is not None
-        pos = 0
-        end = len(buf)
-        finished = False
-        while end - pos >= 4:
-            length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
-            if end - pos - 4 < length:
-                break
-            last = length == 0 and not self._infile_cont
-            self._infile_cont = length == _MAX
-            pos += 4 + length
-            if last:
-                finished = True
-                break
-        if pos:
-            conn.write(bytes(buf[:pos]))
-            del buf[:pos]
-        if finished:
-            self._infile = None
-        return finished
-
-    def _client_write_paused(self, paused: bool) -> None:
-        """Flow control: stop reading the backend that feeds a slow client."""
-        conn = self._conn
-        transport = conn.transport if conn is not None else None
-        if transport is None:
-            return
-        if paused:
-            transport.pause_reading()
-        else:
-            transport.resume_reading()
-
-    def _on_infile(self, relay: ResponseRelay) -> None:
-        conn = self._conn
-        if conn is None:
-            return
-        if relay.local_infile:
-            self._infile = conn
-            self._infile_cont = False
-            if self._cbuf:
-                self._pump()
-        else:
-            conn.write(header(0, relay.infile_seq + 1))
