@@ -55,6 +55,7 @@ COMPILED: Final[tuple[str, ...]] = (
     "proxy.pool",
     "proxy.clientreader",
     "proxy.backendset",
+    "proxy.slowpath",
     "proxy.routing",
     "proxy.sessioncommands",
     "proxy.commands",

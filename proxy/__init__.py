@@ -21,9 +21,10 @@ Modules, from the socket up:
 ``clientreader``     a session's client byte stream framed into commands (streaming, INFILE)
 ``backendset``       a session's backend connections: opened or borrowed, made ready, given back
 ``routing``          a session's statements routed by the policy, sent, completed
+``slowpath``         what a session's statements await: connections, replays, waits, preludes
 ``commands``         a session's commands: dispatched, answered by the proxy or handed on
 ``sessioncommands``  COM_RESET_CONNECTION, COM_CHANGE_USER, KILL: commands on whole sessions
-``session``          one client: its login and lifecycle, composed of the four parts above
+``session``          one client: its login and lifecycle, composed of the parts above
 ``server``           the listener, the sessions, the monitors, reload and graceful shutdown
 ``admission``        the limits on logins in progress, per client address and in all
 ``histogram``        duration buckets, bound to backend connections (one increment a statement)

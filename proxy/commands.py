@@ -336,7 +336,7 @@ class CommandHandler:
         if conn is not None:
             session.router.send_direct(conn, client_stmt_id)
         else:
-            session.spawn(session.router.slow_direct(target, client_stmt_id))
+            session.spawn(session.router.slow.direct(target, client_stmt_id))
 
     def _direct_on(self, conn: BackendConnection, kind: ResponseKind, wire: bytes) -> None:
         self.busy = True

@@ -9,9 +9,9 @@ Two paths serve a statement:
   whose connection is open and in the session's state, the command bytes are written to it, and
   the backend's ``data_received`` relays the response and reports completion — no task switch,
   no copy of row data;
-* the *slow path*, a task, for everything that must wait: opening a backend connection,
-  replaying session state on it, waits that cannot be pipelined, reading the primary's executed
-  state, preludes, preparing a statement on a replica.
+* the *slow path* (:mod:`proxy.slowpath`), a task, for everything that must wait: opening a
+  backend connection, replaying session state on it, waits that cannot be pipelined, reading
+  the primary's executed state, preludes, preparing a statement on a replica.
 
 A wait on a replica is pipelined with the read when that is safe (a replica-safe read outside a
 transaction, on a connection already in the session's state): both go in one write; the wait's
@@ -29,8 +29,6 @@ the next command gets ERR 2013 and the session closes.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -39,13 +37,10 @@ from typing import TYPE_CHECKING, Any, Final
 from consistent.classify import Classification, StatementKind
 from consistent.errnos import CR, ER
 from consistent.errors import Error, OperationalError, RemoteProtocolError
-from consistent.flavors import ServerRole
 from consistent.policy import (
-    END_TRANSACTION,
     PRIMARY,
     Action,
     Decision,
-    Reason,
     WaitOutcome,
     wait_outcome,
 )
@@ -53,11 +48,11 @@ from consistent.policy.deadlines import wait_deadline
 from consistent.protocol import ServerStatus, parse_err, parse_ok
 from consistent.protocol.constants import MAX_PACKET_PAYLOAD, Command
 from consistent.telemetry import NOOP_SPAN, StatementSpan
-from proxy.backends import BackendConnection, BackendServer, BackendUnavailable
-from proxy.errors import Broken, ReplayFailed
+from proxy.backends import BackendConnection, BackendServer
 from proxy.relay import QueryResult, ResponseKind, ResponseRelay, discard, parse_response
+from proxy.slowpath import SlowPath
 from proxy.statements import bulk_packets, execute_packets
-from proxy.stream import ConnectionClosed, frame_command, header
+from proxy.stream import frame_command, header
 
 if TYPE_CHECKING:
     from proxy.session import Session
@@ -105,11 +100,13 @@ class Router:
             addresses={PRIMARY: (primary.host, primary.port)},
             session_id=f"proxy-{session.id}-{int(session.started_at * 1000)}",
         )
-        self._tracing = self.tracer.enabled
+        self.tracing = self.tracer.enabled
         self.tracer.set_namespace(session.schema)
-        self._span: StatementSpan = NOOP_SPAN
+        self.span: StatementSpan = NOOP_SPAN
         #: Required GTIDs a failover lost (the primary the session follows never had them).
         self.lost_gtids: str | None = None
+        #: What statements await (a task each, see :mod:`proxy.slowpath`).
+        self.slow = SlowPath(session, self)
         # Bound once: every command hands them to a relay.
         self._done_cb = self._on_response
         self._lost_cb = self._on_response_lost
@@ -153,18 +150,18 @@ class Router:
                     handler.reply_seq,
                 )
                 return
-        if self._tracing:
+        if self.tracing:
             span = self.tracer.statement(text)
             span.__enter__()
-            self._span = span
+            self.span = span
             if self.lost_gtids is not None:
                 span.lost(self.lost_gtids)
         self.execute(self._session.policy.route(stmt, text))
 
     def execute(self, d: Decision) -> None:
         """Act on a decision: on the fast path when possible, else in a task."""
-        if self._tracing:
-            self._span.decision(d)
+        if self.tracing:
+            self.span.decision(d)
         action = d.action
         if action is _EXECUTE and self._reader.streaming:
             pass  # the slow path reads the server's packet limit first
@@ -173,14 +170,14 @@ class Router:
                 conn = self._backends.ready_conn(d.target)
                 ps = self._handler.ps
                 if conn is not None and (ps is None or ps.client_id in conn.statements):
-                    self._send(conn, d)
+                    self.send(conn, d)
                     return
         elif action is Action.WAIT:
-            if self._pipelinable(d):
+            if self.pipelinable(d):
                 conn = self._backends.ready_conn(d.target)
                 ps = self._handler.ps
                 if conn is not None and (ps is None or ps.client_id in conn.statements):
-                    self._send_pipelined(conn, d)
+                    self.send_pipelined(conn, d)
                     return
         elif action is Action.DEFER:
             self._account(d)
@@ -190,7 +187,7 @@ class Router:
             self._account(d)
             self._handler.reply_error(d.error)
             return
-        self._session.spawn(self._slow(d))
+        self._session.spawn(self.slow.run(d))
 
     def _account(self, d: Decision) -> None:
         self.statements += 1
@@ -226,7 +223,7 @@ class Router:
         relay.on_infile = self._infile_cb
         return relay
 
-    def _send(self, conn: BackendConnection, d: Decision | None) -> None:
+    def send(self, conn: BackendConnection, d: Decision | None) -> None:
         """Send the current command to ``conn`` with the response going to the client (through
         the connection's spare relay when its last response is complete)."""
         handler = self._handler
@@ -309,7 +306,7 @@ class Router:
 
     # ----------------------------------------------------------------- pipelined waits
 
-    def _pipelinable(self, d: Decision) -> bool:
+    def pipelinable(self, d: Decision) -> bool:
         return (
             self._pipeline_waits
             and self._handler.kind in _PIPELINABLE
@@ -318,7 +315,7 @@ class Router:
             and d.wait_set is not None
         )
 
-    def _send_pipelined(self, conn: BackendConnection, d: Decision) -> None:
+    def send_pipelined(self, conn: BackendConnection, d: Decision) -> None:
         """The wait and the read in one write; the wait's answer releases or discards the
         read's response (see the module docstring)."""
         assert d.wait_set is not None
@@ -363,18 +360,18 @@ class Router:
         started: float,
     ) -> None:
         duration = time.monotonic() - started
-        outcome = self._wait_outcome(parse_response(collected, conn.caps))
+        outcome = self.wait_outcome(parse_response(collected, conn.caps))
         self._metrics.observe_wait(outcome.value, duration, pipelined=True)
-        if self._tracing:
-            self._span.wait(d, outcome, duration)
+        if self.tracing:
+            self.span.wait(d, outcome, duration)
         nxt = self._session.policy.on_wait(d, outcome, duration=duration)
         if nxt.action is _EXECUTE and nxt.target == d.target and not nxt.prelude:
             read.write = self._reader.write
             read.on_done = self._done_cb
             read.on_lost = self._lost_cb
             self.decision = nxt
-            if self._tracing:
-                self._span.decision(nxt)
+            if self.tracing:
+                self.span.decision(nxt)
             return
 
         def discarded(_r: ResponseRelay) -> None:
@@ -390,8 +387,8 @@ class Router:
         self._backends.forget(conn)
         duration = time.monotonic() - started
         self._metrics.observe_wait(WaitOutcome.FAILED.value, duration, pipelined=True)
-        if self._tracing:
-            self._span.wait(d, WaitOutcome.FAILED, duration)
+        if self.tracing:
+            self.span.wait(d, WaitOutcome.FAILED, duration)
         self._continue(self._session.policy.on_wait(d, WaitOutcome.FAILED, duration=duration))
 
     def _continue(self, d: Decision) -> None:
@@ -399,7 +396,7 @@ class Router:
         self.conn = None
         self.execute(d)
 
-    def _wait_outcome(self, result: QueryResult) -> WaitOutcome:
+    def wait_outcome(self, result: QueryResult) -> WaitOutcome:
         if result.error is not None:
             logger.warning(
                 "session %d: replica refused the wait: %s",
@@ -461,7 +458,7 @@ class Router:
             self._observe(conn, oks)
         if relay.error is not None:
             self._metrics.statement_errors += 1
-            if self._tracing:
+            if self.tracing:
                 self._span_error(relay.error)
         if d is None:
             return
@@ -500,8 +497,8 @@ class Router:
                 continue
             if state is not None:
                 policy.observe_gtids(conn.name, state)
-                if self._tracing and conn.name == PRIMARY:
-                    self._span.produced(state)
+                if self.tracing and conn.name == PRIMARY:
+                    self.span.produced(state)
 
     def _on_response_lost(self, relay: ResponseRelay, exc: BaseException | None) -> None:
         try:
@@ -575,21 +572,21 @@ class Router:
 
     def failed(self, errno: int, sqlstate: str | None, message: str) -> None:
         """The current statement ended with an error the proxy answered."""
-        if self._span is not NOOP_SPAN:
-            self._span.fail(OperationalError(errno, message, sqlstate=sqlstate))
+        if self.span is not NOOP_SPAN:
+            self.span.fail(OperationalError(errno, message, sqlstate=sqlstate))
 
     def _span_error(self, payload: bytes) -> None:
         try:
             err = parse_err(payload, self._session.caps)
         except RemoteProtocolError:
             return
-        self._span.fail(OperationalError(err.errno, err.message, sqlstate=err.sqlstate))
+        self.span.fail(OperationalError(err.errno, err.message, sqlstate=err.sqlstate))
 
     def finish(self) -> None:
         """The current command ended: its span closes (naming what binds the session)."""
-        span = self._span
+        span = self.span
         if span is not NOOP_SPAN:
-            self._span = NOOP_SPAN
+            self.span = NOOP_SPAN
             backends = self._backends
             if backends.multiplex and backends.conns:
                 bound = backends.pin_reasons()
@@ -598,163 +595,3 @@ class Router:
             span.__exit__(None, None, None)
         self.relay = None
         self.decision = None
-
-    # ----------------------------------------------------------------- the slow path
-
-    async def slow_direct(self, target: str, client_stmt_id: int | None) -> None:
-        """Send the current command to ``target`` once its connection is ready."""
-        handler = self._handler
-        try:
-            conn = await self._backends.connect_ready(target)
-        except BackendUnavailable as down:
-            handler.unavailable(down)
-            return
-        except Broken as broken:
-            handler.broken_now(str(broken))
-            return
-        self.send_direct(conn, client_stmt_id)
-
-    async def _slow(self, d: Decision) -> None:
-        """Everything ``execute`` could not do synchronously, ending with the command sent
-        (its response then completes the command) or answered."""
-        handler = self._handler
-        try:
-            await self._slow_steps(d)
-        except asyncio.CancelledError:
-            raise
-        except Broken as broken:
-            handler.broken_now(str(broken))
-        except BackendUnavailable as down:
-            handler.unavailable(down)
-        except (ConnectionClosed, TimeoutError) as lost:
-            handler.reply_err(
-                CR.SERVER_LOST, "HY000", f"Lost connection to a backend: {lost}", handler.reply_seq
-            )
-        except Exception:
-            logger.exception("session %d: command failed", self._session.id)
-            handler.fail_command(ER.UNKNOWN_ERROR, "HY000", "internal proxy error")
-
-    async def _slow_steps(self, d: Decision) -> None:
-        policy = self._session.policy
-        backends = self._backends
-        while True:
-            settled = await self._settle(d)
-            if settled is None:
-                return
-            d = settled
-            if d.prelude:
-                await self._prelude(d)
-            try:
-                conn = await backends.connect_ready(d.target)
-            except ReplayFailed as e:
-                logger.info(
-                    "session %d: state cannot follow to %s (%s): pinning",
-                    self._session.id,
-                    d.target,
-                    e,
-                )
-                policy.pin("session_state")
-                d = policy.route(d.statement, d.sql)
-                continue
-            except BackendUnavailable:
-                if d.target == PRIMARY:
-                    raise
-                retry = policy.on_error(d, connection_lost=True)
-                if retry is None:
-                    raise
-                d = retry
-                continue
-            ps = self._handler.ps
-            if (
-                ps is not None
-                and ps.client_id not in conn.statements
-                and not await backends.prepare_on(conn, ps)
-            ):
-                d = dataclasses.replace(
-                    d,
-                    target=PRIMARY,
-                    reason=Reason.TIMEOUT_FALLBACK,
-                    detail="prepare_error",
-                    wait_set=None,
-                )
-                continue
-            if self._reader.streaming and conn.max_allowed_packet is None:
-                await backends.read_packet_limit(conn)
-            self._send(conn, d)
-            return
-
-    async def _settle(self, d: Decision) -> Decision | None:
-        """Do what the policy asks until it says EXECUTE (returned) or the command was
-        answered or handed to the pipelined path (``None``)."""
-        policy = self._session.policy
-        backends = self._backends
-        while True:
-            if self._tracing:
-                self._span.decision(d)  # the last decision is the route the span reports
-            action = d.action
-            if action is _EXECUTE:
-                return d
-            if action is Action.DEFER or action is Action.FAIL:
-                self.execute(d)
-                return None
-            if action is Action.FETCH_PRIMARY_STATE:
-                conn = await backends.connect_ready(PRIMARY)
-                result = await conn.query(
-                    self._flavor.executed_state_statement(ServerRole.PRIMARY), timeout=10.0
-                )
-                if result.error is not None:
-                    handler = self._handler
-                    handler.reply_err(
-                        result.error.errno,
-                        result.error.sqlstate,
-                        result.error.message,
-                        handler.reply_seq,
-                    )
-                    return None
-                d = policy.on_primary_state(d, self._flavor.parse_executed(result.scalar()))
-                continue
-            started = time.monotonic()
-            try:
-                conn = await backends.connect_ready(d.target)
-            except (BackendUnavailable, ReplayFailed) as e:
-                logger.info(
-                    "session %d: replica %s unusable for a wait: %s", self._session.id, d.target, e
-                )
-                d = policy.on_wait(d, WaitOutcome.FAILED, duration=time.monotonic() - started)
-                continue
-            ps = self._handler.ps
-            if self._pipelinable(d) and (ps is None or ps.client_id in conn.statements):
-                self._send_pipelined(conn, d)
-                return None
-            outcome = await self._wait(conn, d)
-            duration = time.monotonic() - started
-            self._metrics.observe_wait(outcome.value, duration, pipelined=False)
-            if self._tracing:
-                self._span.wait(d, outcome, duration)
-            d = policy.on_wait(d, outcome, duration=duration)
-
-    async def _wait(self, conn: BackendConnection, d: Decision) -> WaitOutcome:
-        assert d.wait_set is not None
-        timeout = d.wait_timeout or self._session.policy.config.wait_timeout
-        sql = self._flavor.wait_statement(d.wait_set, timeout)
-        try:
-            result = await conn.query(sql, timeout=wait_deadline(timeout))
-        except (ConnectionClosed, TimeoutError) as e:
-            logger.info("session %d: wait on %s failed: %s", self._session.id, conn.address, e)
-            self._backends.forget(conn)
-            return WaitOutcome.FAILED
-        return self._wait_outcome(result)
-
-    async def _prelude(self, d: Decision) -> None:
-        backends = self._backends
-        for target, sql in d.prelude:
-            try:
-                conn = await backends.connect_ready(target)
-                result = await conn.query(sql, timeout=None)
-            except (ConnectionClosed, BackendUnavailable):
-                if sql is END_TRANSACTION and target != PRIMARY:
-                    continue  # the read-only transaction died with its connection
-                raise
-            if result.error is not None and sql is not END_TRANSACTION:
-                raise BackendUnavailable(target, f"{sql} failed: {result.error.message}")
-        self._session.policy.on_prelude_done(d)

@@ -7,7 +7,8 @@ the session (plain references, no base class):
 * :class:`~proxy.commands.CommandHandler` serves each command: answers it, or hands a
   statement to the router;
 * :class:`~proxy.routing.Router` routes statements with the policy, sends them (fast path,
-  slow path, pipelined waits) and completes them from their responses;
+  pipelined waits, or its :class:`~proxy.slowpath.SlowPath`) and completes them from their
+  responses;
 * :class:`~proxy.backendset.BackendSet` holds the backend connections: opened or borrowed,
   brought to the session's state, given back.
 
