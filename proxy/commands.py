@@ -406,13 +406,16 @@ class CommandHandler:
         client_id = int.from_bytes(payload[1:5], "little")
         ps = self.prepared.get(client_id)
         if ps is None:
-            self.reply_err(
-                ER.UNKNOWN_STMT_HANDLER,
-                "HY000",
-                f"Unknown prepared statement handler ({client_id}) given to {command}",
-                self.reply_seq,
-            )
+            self._unknown_statement(client_id, command)
         return ps
+
+    def _unknown_statement(self, client_id: int, command: str) -> None:
+        self.reply_err(
+            ER.UNKNOWN_STMT_HANDLER,
+            "HY000",
+            f"Unknown prepared statement handler ({client_id}) given to {command}",
+            self.reply_seq,
+        )
 
     def _cmd_execute(self, payload: bytes) -> None:
         if len(payload) < 10:
@@ -453,13 +456,7 @@ class CommandHandler:
         client_id = int.from_bytes(payload[1:5], "little")
         ps = self.prepared.resolve(client_id)
         if ps is None:
-            self.reply_err(
-                ER.UNKNOWN_STMT_HANDLER,
-                "HY000",
-                f"Unknown prepared statement handler ({client_id}) given to "
-                "mysqld_stmt_bulk_execute",
-                self.reply_seq,
-            )
+            self._unknown_statement(client_id, "mysqld_stmt_bulk_execute")
             return
         stmt = ps.bulk
         if stmt is None:

@@ -167,16 +167,14 @@ class Router:
             pass  # the slow path reads the server's packet limit first
         elif action is _EXECUTE:
             if not d.prelude:
-                conn = self._backends.ready_conn(d.target)
-                ps = self._handler.ps
-                if conn is not None and (ps is None or ps.client_id in conn.statements):
+                conn = self._ready(d.target)
+                if conn is not None:
                     self.send(conn, d)
                     return
         elif action is Action.WAIT:
             if self.pipelinable(d):
-                conn = self._backends.ready_conn(d.target)
-                ps = self._handler.ps
-                if conn is not None and (ps is None or ps.client_id in conn.statements):
+                conn = self._ready(d.target)
+                if conn is not None:
                     self.send_pipelined(conn, d)
                     return
         elif action is Action.DEFER:
@@ -188,6 +186,15 @@ class Router:
             self._handler.reply_error(d.error)
             return
         self._session.spawn(self.slow.run(d))
+
+    def _ready(self, target: str) -> BackendConnection | None:
+        """``target``'s connection if the statement can go there now (its prepared statement
+        included)."""
+        conn = self._backends.ready_conn(target)
+        ps = self._handler.ps
+        if conn is None or (ps is not None and ps.client_id not in conn.statements):
+            return None
+        return conn
 
     def _account(self, d: Decision) -> None:
         self.statements += 1

@@ -43,9 +43,6 @@ class SlowPath:
         self._router = router
         self._handler = session.handler
         self._backends = session.backends
-        self._reader = session.reader
-        self._flavor = session.flavor
-        self._metrics = session.metrics
 
     async def direct(self, target: str, client_stmt_id: int | None) -> None:
         """Send the current command to ``target`` once its connection is ready."""
@@ -125,7 +122,7 @@ class SlowPath:
                     wait_set=None,
                 )
                 continue
-            if self._reader.streaming and conn.max_allowed_packet is None:
+            if self._session.reader.streaming and conn.max_allowed_packet is None:
                 await backends.read_packet_limit(conn)
             router.send(conn, d)
             return
@@ -136,6 +133,7 @@ class SlowPath:
         router = self._router
         policy = self._session.policy
         backends = self._backends
+        flavor = self._session.flavor
         while True:
             if router.tracing:
                 router.span.decision(d)  # the last decision is the route the span reports
@@ -148,7 +146,7 @@ class SlowPath:
             if action is Action.FETCH_PRIMARY_STATE:
                 conn = await backends.connect_ready(PRIMARY)
                 result = await conn.query(
-                    self._flavor.executed_state_statement(ServerRole.PRIMARY), timeout=10.0
+                    flavor.executed_state_statement(ServerRole.PRIMARY), timeout=10.0
                 )
                 if result.error is not None:
                     handler = self._handler
@@ -159,7 +157,7 @@ class SlowPath:
                         handler.reply_seq,
                     )
                     return None
-                d = policy.on_primary_state(d, self._flavor.parse_executed(result.scalar()))
+                d = policy.on_primary_state(d, flavor.parse_executed(result.scalar()))
                 continue
             started = time.monotonic()
             try:
@@ -176,7 +174,7 @@ class SlowPath:
                 return None
             outcome = await self._wait(conn, d)
             duration = time.monotonic() - started
-            self._metrics.observe_wait(outcome.value, duration, pipelined=False)
+            self._session.metrics.observe_wait(outcome.value, duration, pipelined=False)
             if router.tracing:
                 router.span.wait(d, outcome, duration)
             d = policy.on_wait(d, outcome, duration=duration)
@@ -184,7 +182,7 @@ class SlowPath:
     async def _wait(self, conn: BackendConnection, d: Decision) -> WaitOutcome:
         assert d.wait_set is not None
         timeout = d.wait_timeout or self._session.policy.config.wait_timeout
-        sql = self._flavor.wait_statement(d.wait_set, timeout)
+        sql = self._session.flavor.wait_statement(d.wait_set, timeout)
         try:
             result = await conn.query(sql, timeout=wait_deadline(timeout))
         except (ConnectionClosed, TimeoutError) as e:
