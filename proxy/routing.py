@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 from consistent.classify import Classification, StatementKind
 from consistent.errnos import CR, ER
 from consistent.errors import Error, OperationalError, RemoteProtocolError
+from consistent.observe import Fanout, Observer
 from consistent.policy import (
     PRIMARY,
     Action,
@@ -103,6 +104,10 @@ class Router:
         self.tracing = self.tracer.enabled
         self.tracer.set_namespace(session.schema)
         self.span: StatementSpan = NOOP_SPAN
+        # Each event of a statement is reported once, to ``observer``: the metrics, and with
+        # tracing the statement's span too (swapped into ``_events`` per statement).
+        self._events = Fanout(NOOP_SPAN, self._metrics)
+        self.observer: Observer = self._events if self.tracing else self._metrics
         #: Required GTIDs a failover lost (the primary the session follows never had them).
         self.lost_gtids: str | None = None
         #: What statements await (a task each, see :mod:`proxy.slowpath`).
@@ -153,15 +158,15 @@ class Router:
         if self.tracing:
             span = self.tracer.statement(text)
             span.__enter__()
-            self.span = span
+            self.span = self._events.first = span
             if self.lost_gtids is not None:
-                span.lost(self.lost_gtids)
+                self.observer.lost(self.lost_gtids)
         self.execute(self._session.policy.route(stmt, text))
 
     def execute(self, d: Decision) -> None:
         """Act on a decision: on the fast path when possible, else in a task."""
         if self.tracing:
-            self.span.decision(d)
+            self.observer.decision(d)
         action = d.action
         if action is _EXECUTE and self._reader.streaming:
             pass  # the slow path reads the server's packet limit first
@@ -368,9 +373,7 @@ class Router:
     ) -> None:
         duration = time.monotonic() - started
         outcome = self.wait_outcome(parse_response(collected, conn.caps))
-        self._metrics.observe_wait(outcome.value, duration, pipelined=True)
-        if self.tracing:
-            self.span.wait(d, outcome, duration)
+        self.observer.wait(d, outcome, duration, pipelined=True)
         nxt = self._session.policy.on_wait(d, outcome, duration=duration)
         if nxt.action is _EXECUTE and nxt.target == d.target and not nxt.prelude:
             read.write = self._reader.write
@@ -378,7 +381,7 @@ class Router:
             read.on_lost = self._lost_cb
             self.decision = nxt
             if self.tracing:
-                self.span.decision(nxt)
+                self.observer.decision(nxt)
             return
 
         def discarded(_r: ResponseRelay) -> None:
@@ -393,9 +396,7 @@ class Router:
     def _pipelined_wait_lost(self, conn: BackendConnection, d: Decision, started: float) -> None:
         self._backends.forget(conn)
         duration = time.monotonic() - started
-        self._metrics.observe_wait(WaitOutcome.FAILED.value, duration, pipelined=True)
-        if self.tracing:
-            self.span.wait(d, WaitOutcome.FAILED, duration)
+        self.observer.wait(d, WaitOutcome.FAILED, duration, pipelined=True)
         self._continue(self._session.policy.on_wait(d, WaitOutcome.FAILED, duration=duration))
 
     def _continue(self, d: Decision) -> None:
@@ -505,7 +506,7 @@ class Router:
             if state is not None:
                 policy.observe_gtids(conn.name, state)
                 if self.tracing and conn.name == PRIMARY:
-                    self.span.produced(state)
+                    self.observer.produced(state)
 
     def _on_response_lost(self, relay: ResponseRelay, exc: BaseException | None) -> None:
         try:
@@ -580,25 +581,26 @@ class Router:
     def failed(self, errno: int, sqlstate: str | None, message: str) -> None:
         """The current statement ended with an error the proxy answered."""
         if self.span is not NOOP_SPAN:
-            self.span.fail(OperationalError(errno, message, sqlstate=sqlstate))
+            self.observer.fail(OperationalError(errno, message, sqlstate=sqlstate))
 
     def _span_error(self, payload: bytes) -> None:
         try:
             err = parse_err(payload, self._session.caps)
         except RemoteProtocolError:
             return
-        self.span.fail(OperationalError(err.errno, err.message, sqlstate=err.sqlstate))
+        self.observer.fail(OperationalError(err.errno, err.message, sqlstate=err.sqlstate))
 
     def finish(self) -> None:
         """The current command ended: its span closes (naming what binds the session)."""
         span = self.span
         if span is not NOOP_SPAN:
-            self.span = NOOP_SPAN
             backends = self._backends
             if backends.multiplex and backends.conns:
                 bound = backends.pin_reasons()
                 if bound:
-                    span.pin(",".join(dict.fromkeys(r for rs in bound.values() for r in rs)))
+                    reasons = ",".join(dict.fromkeys(r for rs in bound.values() for r in rs))
+                    self.observer.pin(reasons)
+            self.span = self._events.first = NOOP_SPAN
             span.__exit__(None, None, None)
         self.relay = None
         self.decision = None

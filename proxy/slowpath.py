@@ -136,7 +136,7 @@ class SlowPath:
         flavor = self._session.flavor
         while True:
             if router.tracing:
-                router.span.decision(d)  # the last decision is the route the span reports
+                router.observer.decision(d)  # the last decision is the route the span reports
             action = d.action
             if action is _EXECUTE:
                 return d
@@ -174,9 +174,7 @@ class SlowPath:
                 return None
             outcome = await self._wait(conn, d)
             duration = time.monotonic() - started
-            self._session.metrics.observe_wait(outcome.value, duration, pipelined=False)
-            if router.tracing:
-                router.span.wait(d, outcome, duration)
+            router.observer.wait(d, outcome, duration, pipelined=False)
             d = policy.on_wait(d, outcome, duration=duration)
 
     async def _wait(self, conn: BackendConnection, d: Decision) -> WaitOutcome:
