@@ -45,6 +45,7 @@ COMPILED: Final[tuple[str, ...]] = (
     "consistent.policy.selection",
     "consistent.policy.states",
     "consistent.policy.session",
+    "consistent.policy.driver",
     "proxy.histogram",
     "proxy.tally",
     "proxy.stream",

@@ -15,7 +15,8 @@ import logging
 from typing import TYPE_CHECKING, Final, TypeGuard
 
 from consistent.classify import PinReason
-from consistent.policy import PRIMARY, Tracking
+from consistent.policy import PRIMARY
+from consistent.policy.driver import ReadyKind, is_ready, ready_steps
 from consistent.policy.replay import quote_schema
 from consistent.protocol import ServerStatus
 from consistent.protocol.constants import Capability
@@ -38,6 +39,8 @@ logger = logging.getLogger(__name__)
 _BINDING_STATUS: Final = int(ServerStatus.IN_TRANS | ServerStatus.CURSOR_EXISTS)
 _NO_BACKSLASH_ESCAPES: Final = int(ServerStatus.NO_BACKSLASH_ESCAPES)
 _DEPRECATE_EOF: Final = int(Capability.DEPRECATE_EOF)
+_PROBE: Final = ReadyKind.PROBE
+_REPLAY: Final = ReadyKind.REPLAY
 
 
 class BackendSet:
@@ -236,18 +239,17 @@ class BackendSet:
                 return None
         if conn.lost:
             return None
-        policy = self._session.policy
+        session = self._session
         if target == PRIMARY:
-            want = policy.tracking
-            if conn.tracking is not want and not policy.in_transaction:
-                return None
             if self._servers[PRIMARY].refusing is not None:
                 return None  # the slow path refuses
-            if self.multiplex and conn.applied_seq < policy.replay_seq:
-                return None
-        elif conn.applied_seq < policy.replay_seq:
-            return None
-        return conn
+            # A primary connection of its own ran the session's state itself.
+            ready = is_ready(
+                session.policy, session.flavor, conn, primary=True, replay=self.multiplex
+            )
+        else:
+            ready = is_ready(session.policy, session.flavor, conn, primary=False)
+        return conn if ready else None
 
     def _take_own(self, target: str) -> BackendConnection | None:
         """The session's own idle connection to ``target``, borrowed again synchronously."""
@@ -395,35 +397,24 @@ class BackendSet:
                 # a reopened one gets the replayable state again.
                 conn.applied_seq = 0 if self._primary_opened else policy.replay_seq
                 self._primary_opened = True
-        if conn.applied_seq < policy.replay_seq:
-            statements, seq = policy.replay_since(conn.applied_seq)
-            for sql in statements:
-                result = await conn.query(sql, timeout=10.0)
-                if result.error is not None:
-                    raise ReplayFailed(f"{sql}: {result.error.message}")
-            conn.applied_seq = seq
-        if target == PRIMARY:
-            want = policy.tracking
-            if conn.tracking is not want and not policy.in_transaction:
-                await self._set_tracking(conn, want)
-        return conn
-
-    async def _set_tracking(self, conn: BackendConnection, want: Tracking) -> None:
-        flavor = self._session.flavor
-        mode = flavor.tracker(want)
-        current: bytes | None = None
-        probe = flavor.tracking_probe()
-        if probe is not None:
-            result = await conn.query(probe, timeout=10.0)
-            current = result.scalar() or b""
-        statement = flavor.tracking_statement(mode, current)
-        if statement is not None:
-            result = await conn.query(statement, timeout=10.0)
-            if result.error is not None:
+        steps = ready_steps(policy, session.flavor, conn, primary=target == PRIMARY)
+        value: bytes | None = None
+        while True:
+            try:
+                step = steps.send(value)
+            except StopIteration:
+                return conn
+            result = await conn.query(step.sql, timeout=10.0)
+            value = None
+            if step.kind is _PROBE:
+                value = result.scalar() or b""
+            elif result.error is not None:
+                steps.close()
+                if step.kind is _REPLAY:
+                    raise ReplayFailed(f"{step.sql}: {result.error.message}")
                 raise BackendUnavailable(
                     conn.address.name, f"cannot turn GTID tracking on: {result.error.message}"
                 )
-        conn.tracking = want
 
     def _backend_closed(self, conn: BackendConnection) -> None:
         """A backend connection ended (idle or not): forget it; losing the primary with state

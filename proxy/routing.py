@@ -45,7 +45,7 @@ from consistent.policy import (
     WaitOutcome,
     wait_outcome,
 )
-from consistent.policy.deadlines import wait_deadline
+from consistent.policy.driver import wait_query
 from consistent.protocol import ServerStatus, parse_err, parse_ok
 from consistent.protocol.constants import MAX_PACKET_PAYLOAD, Command
 from consistent.telemetry import NOOP_SPAN, StatementSpan
@@ -330,14 +330,13 @@ class Router:
     def send_pipelined(self, conn: BackendConnection, d: Decision) -> None:
         """The wait and the read in one write; the wait's answer releases or discards the
         read's response (see the module docstring)."""
-        assert d.wait_set is not None
-        timeout = d.wait_timeout or self._session.policy.config.wait_timeout
-        wait_sql = self._flavor.wait_statement(d.wait_set, timeout)
+        query = wait_query(self._session.policy, self._flavor, d)
+        wait_sql = query.sql
         collected = bytearray()
         wait = ResponseRelay(
             _QUERY, conn.caps, conn.caps, collected.extend, status_hint=conn.status
         )
-        wait.deadline = wait_deadline(timeout)
+        wait.deadline = query.deadline
         read = ResponseRelay(
             self._handler.kind, conn.caps, self._session.caps, discard, status_hint=conn.status
         )

@@ -11,15 +11,14 @@ as on the fast path) or answered.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING, Final
 
 from consistent.errnos import CR, ER
 from consistent.flavors import ServerRole
-from consistent.policy import END_TRANSACTION, PRIMARY, Action, Decision, Reason, WaitOutcome
-from consistent.policy.deadlines import wait_deadline
+from consistent.policy import END_TRANSACTION, PRIMARY, Action, Decision, WaitOutcome
+from consistent.policy.driver import wait_query
 from proxy.backends import BackendConnection, BackendUnavailable
 from proxy.errors import Broken, ReplayFailed
 from proxy.stream import ConnectionClosed
@@ -91,14 +90,17 @@ class SlowPath:
             try:
                 conn = await backends.connect_ready(d.target)
             except ReplayFailed as e:
+                if d.target == PRIMARY:
+                    # A reopened primary connection that cannot take the session's state: the
+                    # session is lost, as with a transaction there.
+                    raise Broken(f"the session's state could not follow to the primary: {e}") from e
                 logger.info(
                     "session %d: state cannot follow to %s (%s): pinning",
                     self._session.id,
                     d.target,
                     e,
                 )
-                policy.pin("session_state")
-                d = policy.route(d.statement, d.sql)
+                d = policy.on_replay_failed(d)
                 continue
             except BackendUnavailable:
                 if d.target == PRIMARY:
@@ -114,13 +116,7 @@ class SlowPath:
                 and ps.client_id not in conn.statements
                 and not await backends.prepare_on(conn, ps)
             ):
-                d = dataclasses.replace(
-                    d,
-                    target=PRIMARY,
-                    reason=Reason.TIMEOUT_FALLBACK,
-                    detail="prepare_error",
-                    wait_set=None,
-                )
+                d = policy.on_prepare_failed(d)
                 continue
             if self._session.reader.streaming and conn.max_allowed_packet is None:
                 await backends.read_packet_limit(conn)
@@ -178,11 +174,10 @@ class SlowPath:
             d = policy.on_wait(d, outcome, duration=duration)
 
     async def _wait(self, conn: BackendConnection, d: Decision) -> WaitOutcome:
-        assert d.wait_set is not None
-        timeout = d.wait_timeout or self._session.policy.config.wait_timeout
-        sql = self._session.flavor.wait_statement(d.wait_set, timeout)
+        session = self._session
+        wait = wait_query(session.policy, session.flavor, d)
         try:
-            result = await conn.query(sql, timeout=wait_deadline(timeout))
+            result = await conn.query(wait.sql, timeout=wait.deadline)
         except (ConnectionClosed, TimeoutError) as e:
             logger.info("session %d: wait on %s failed: %s", self._session.id, conn.address, e)
             self._backends.forget(conn)

@@ -6,6 +6,7 @@ COM_CHANGE_USER."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -167,3 +168,26 @@ def test_change_user_reauthenticates_and_resets(proxy: ProxyThread) -> None:
         assert c.expect()[:1] == b"\xff"
     finally:
         c.sock.close()
+
+
+def test_a_statement_a_replica_cannot_prepare_runs_on_the_primary(
+    proxy: ProxyThread, mariadb_database: CleanDatabase, mariadb_topology: MariaDBTopology
+) -> None:
+    """The replica answers the prepare with an error (its table is missing there): the policy
+    sends the statement to the primary (``on_prepare_failed``), and the session goes on."""
+    primary = mariadb_topology.primary
+    with contextlib.closing(primary.admin()) as admin, admin.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")  # the table stays on the primary
+        cur.execute(f"CREATE TABLE `{mariadb_database.name}`.only_here (id INT)")
+        cur.execute(f"INSERT INTO `{mariadb_database.name}`.only_here VALUES (7)")
+    c = client(proxy, mariadb_database)
+    replicas = {r.port for r in mariadb_topology.replicas}
+    try:
+        select, _params, _columns = c.prepare("SELECT id, @@port FROM only_here")
+        for _ in range(3):
+            [row] = c.execute(select, [])[0].rows
+            assert row == (7, primary.port)
+        other, _params, _columns = c.prepare("SELECT @@port")
+        assert c.execute(other, [])[0].rows[0][0] in replicas  # not pinned
+    finally:
+        c.close()

@@ -160,3 +160,22 @@ def test_the_proxy_reads_an_8_4_servers_tagged_gtids() -> None:
             assert conn.get_server_info().startswith("8.4.")
             assert rows(conn, "SELECT a FROM tagged.t") == [(7,)]
             conn.close()
+
+
+def test_replica_connections_report_their_executed_set_with_all_gtids(
+    proxy: ProxyThread, emulated: TopologyThread
+) -> None:
+    """As the wrapper's: a MySQL replica's OK packets then carry its executed set, which the
+    replica knowledge learns from every answer (``consistent.policy.driver.ready_steps``)."""
+    conn = connect(proxy)
+    replicas = {r.port for r in emulated.replicas}
+    hint = "/* consistent: replica */ "
+    try:
+        [(tracker, port)] = rows(conn, f"{hint}SELECT @@SESSION.session_track_gtids, @@port")
+        assert port in replicas
+        assert tracker == "ALL_GTIDS"
+        primary = "/* consistent: primary */ "
+        [(tracker, port)] = rows(conn, f"{primary}SELECT @@SESSION.session_track_gtids, @@port")
+        assert (tracker, port) == ("OWN_GTID", emulated.primary.port)
+    finally:
+        conn.close()
