@@ -37,6 +37,7 @@ __all__ = [
     "ProgrammingError",
     "ProtocolError",
     "RemoteProtocolError",
+    "ReplayFailed",
     "Warning",
 ]
 
@@ -155,3 +156,10 @@ class RemoteProtocolError(ProtocolError):
 
 class LocalProtocolError(ProtocolError):
     """Our own code asked to build something the protocol cannot express."""
+
+
+class ReplayFailed(Exception):
+    """A session's replayable state could not be replayed on a server connection (a setting
+    that server refuses).  Internal to the front ends, which catch it and let the policy decide
+    (:meth:`~consistent.policy.session.SessionPolicy.on_replay_failed`); it never reaches the
+    application, so it is not part of the PEP 249 hierarchy."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from consistent.errors import Error, InterfaceError
+from consistent.errors import Error, InterfaceError, ReplayFailed
 
 if TYPE_CHECKING:
     from proxy.handshake import BackendLoginError
@@ -56,10 +56,6 @@ class PoolExhausted(BackendUnavailable):
             f"waited {wait:g} s)",
         )
         self.pool = pool
-
-
-class ReplayFailed(Exception):
-    """Session state could not be replayed on a replica connection."""
 
 
 class Broken(Exception):

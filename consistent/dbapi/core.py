@@ -41,6 +41,7 @@ from consistent.dbapi import _pymysql
 from consistent.dbapi.config import ConnectConfig, ServerSpec
 from consistent.dbapi.pending import PendingGtids, parse_tracked
 from consistent.errnos import CR, ER
+from consistent.errors import ReplayFailed
 from consistent.flavors import Flavor, ServerRole, server_flavor
 from consistent.gtid import GtidState
 from consistent.policy import (
@@ -149,11 +150,6 @@ class Link(Protocol):
 
 Step = tuple[StepKind, Link, Any]
 Plan = Generator[Step, Any, T]
-
-
-class ReplayFailed(Exception):
-    """Session state could not be replayed on a replica connection (internal: the policy pins
-    the session; never reaches the caller)."""
 
 
 class SessionCore:
