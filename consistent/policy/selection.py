@@ -11,6 +11,10 @@ Candidates are the session's healthy replicas not yet tried for this statement (
 4. how recently they were picked, so equally good replicas take turns;
 5. consecutive failures, then name, so the order is deterministic.
 
+A ``prefer``-red replica comes before all of them while it is usable: a ``read_all_writes``
+session keeps reading from the replica it last read from, whose state only grows, so that its
+reads never go backwards (:class:`consistent.policy.session.SessionPolicy`).
+
 What is known about a replica is a lower bound that ages: a lag or executed state older than
 the knowledge's ``ttl`` ranks as unknown, and unknown ranks as good.  Otherwise the replica the
 process happened to learn most about would take every read and the others would starve.
@@ -102,9 +106,11 @@ def best_replica(
     required: GtidState | None,
     exclude: Sequence[str] = (),
     max_lag: float | None = None,
+    prefer: str | None = None,
 ) -> tuple[ReplicaView, bool] | None:
-    """The first of :func:`rank_replicas`, and whether it is known to cover ``required``
-    (true when nothing is required); ``None`` when no replica is usable.  Routing only needs
+    """The first of :func:`rank_replicas`, or ``prefer`` while it is usable, and whether it
+    is known to cover ``required`` (true when nothing is required); ``None`` when no replica
+    is usable.  Routing only needs
     the best one: this finds it in one pass without sorting or building keys, and its
     coverage without a second check.  The view is :meth:`ReplicaKnowledge.current`'s: it
     does not carry the pick counts."""
@@ -133,6 +139,8 @@ def best_replica(
         else:
             fresh = v.fresh_executed(now, ttl)
             uncovered, gap = True, 0 if fresh is None else distance(wanted, fresh).bit_length()
+        if name == prefer:
+            return v, not uncovered
         lag_rank = 0 if fresh_lag is None or fresh_lag < _LAG_FLOOR else lag_class(fresh_lag)
         pick = knowledge.last_pick(name)
         failures = v.failures

@@ -61,10 +61,14 @@ How each level gets its required set
   requires its state as it is when the read is routed (part one: every write acknowledged
   before the read began).  After a read on a replica, what that replica was known to have
   executed when it served the read joins the required set, and so does what a replica reports
-  about itself in its OK packets (MySQL ``ALL_GTIDS`` on replica connections): the session's
-  next read is never routed where less is known to be applied (part two: reads do not go
-  backwards).  On MySQL the session's primary connection tracks ``ALL_GTIDS``, so its commits
-  report the primary's whole set, which is more than enough.
+  about itself in its OK packets (MySQL ``ALL_GTIDS`` on replica connections).  On MySQL the
+  session's primary connection tracks ``ALL_GTIDS``, so its commits report the primary's whole
+  set, which is more than enough.  Part two, reads do not go backwards: a read may see more
+  than its replica was known to have (a write another session committed but has not yet had
+  acknowledged), so the session keeps reading from the replica it last read from, whose state
+  only grows.  Only when a read must go elsewhere (that replica failed, lags past
+  ``wait_timeout``, or the last read ran on the primary) and what the last read saw was not
+  reported exactly, the read first fetches the primary's executed state, which covers it.
 * ``read_latest``: every read that would go to a replica first fetches the primary's executed
   state (one primary round trip per read), merged into the required set.
 * ``eventual``: nothing is waited for, though the session's own GTIDs are still collected so that
@@ -294,6 +298,9 @@ class SessionPolicy:
         # read_all_writes read's required set (both reused while nothing in them changed).
         self._last_replica: dict[str, Decision] = {}
         self._sources: RequiredSources | None = None
+        # At read_all_writes: the server of the session's last read until it reports its
+        # whole executed set (until then, a read elsewhere first fetches the primary's state).
+        self._unreported: str | None = None
 
     # ----------------------------------------------------------------- what the session is
 
@@ -377,6 +384,7 @@ class SessionPolicy:
         process's acknowledged state is not the session's: it still applies.)"""
         self._own = self._required = empty_state(self._flavor)
         self._seen = self._merged_ack = self._last_saw = None
+        self._unreported = None
 
     def _add_own(self, state: GtidState) -> None:
         previous = self._own
@@ -553,10 +561,15 @@ class SessionPolicy:
             if level is _READ_ALL_WRITES:
                 sources = self._acknowledged_sources()
             required = self._required
-            found = best_replica(self._knowledge, self._replicas, required=required)
+            found = best_replica(
+                self._knowledge, self._replicas, required=required, prefer=self._unreported
+            )
         if found is None:
             return self._route_read(_Seed(stmt, level, sql), fetched=False)
         best, covered = found
+        unreported = self._unreported
+        if unreported is not None and unreported != best.name and level is _READ_ALL_WRITES:
+            return self._route_read(_Seed(stmt, level, sql), fetched=False)
         if required is None:
             reason = Reason.EVENTUAL
         elif not required:
@@ -655,6 +668,7 @@ class SessionPolicy:
         required set, then routing continues."""
         self._expect(decision, Action.FETCH_PRIMARY_STATE)
         self._saw(state)
+        self._unreported = None  # the primary's state covers whatever the last read saw
         return self._route_read(decision, fetched=True)
 
     def on_wait(
@@ -709,6 +723,8 @@ class SessionPolicy:
         stmt = decision.statement
         target = decision.target
         self._last_target = target
+        if decision.level is _READ_ALL_WRITES and stmt.kind is _K.READ:
+            self._unreported = target
         if target != PRIMARY:
             self._served(decision)
         if stmt is self._inert:
@@ -811,10 +827,15 @@ class SessionPolicy:
             self._add_own(state)
             if acknowledge:
                 self._acknowledged.add(state)
+            if target == self._unreported and self.tracking is Tracking.ALL:
+                # ``ALL_GTIDS``: the primary's whole set, after the last read there.
+                self._unreported = None
         else:
             self._knowledge.record_executed(target, state)
             if self._config.level is _READ_ALL_WRITES:
                 self._saw(state)
+                if target == self._unreported:
+                    self._unreported = None  # its whole set, after the last read there
 
     def observe_status(self, target: str, *, in_transaction: bool) -> None:
         """The server status of ``target``'s last OK packet.  A transaction the policy thinks
@@ -1015,11 +1036,18 @@ class SessionPolicy:
             max_lag = hint.max_lag if hint is not None and hint.max_lag is not None else None
             if max_lag is None:
                 max_lag = self._config.max_lag
+        prefer = None
         if level is _READ_ALL_WRITES:
             seed = self._with_acknowledged(seed)
+            prefer = self._unreported
         required = None if eventual else self._required
         found = best_replica(
-            self._knowledge, self._replicas, required=required, exclude=seed.tried, max_lag=max_lag
+            self._knowledge,
+            self._replicas,
+            required=required,
+            exclude=seed.tried,
+            max_lag=max_lag,
+            prefer=prefer,
         )
         if found is None:
             if fallback is not None:
@@ -1033,6 +1061,18 @@ class SessionPolicy:
         if not fetched and level is Level.READ_LATEST:
             return self._step(seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, level.value)
         # Past eventual, ``required`` is the session's required set, which ``covered`` judged.
+        timeout = self._config.wait_timeout
+        if required and not covered:
+            knowledge = self._knowledge
+            lag = best.current_lag(knowledge.now(), knowledge.ttl)
+            if lag is not None and lag >= timeout:
+                other = self._least_lagging(seed, required, best.name, timeout)
+                if other is None:
+                    return self._lagging_fallback(seed)
+                best = other
+        if prefer is not None and prefer != best.name:
+            # The last read may have seen more than is known of its server: see the docstring.
+            return self._step(seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, level.value)
         if not required:
             return self._on_replica(
                 seed, best.name, Reason.NOTHING_REQUIRED, best.executed, best.learned
@@ -1041,14 +1081,6 @@ class SessionPolicy:
             return self._on_replica(
                 seed, best.name, Reason.KNOWN_COVERED, best.executed, best.learned
             )
-        timeout = self._config.wait_timeout
-        knowledge = self._knowledge
-        lag = best.current_lag(knowledge.now(), knowledge.ttl)
-        if lag is not None and lag >= timeout:
-            other = self._least_lagging(seed, required, best.name, timeout)
-            if other is None:
-                return self._lagging_fallback(seed)
-            best = other
         lacking = missing(required, best.executed)
         return self._step(
             seed,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consistent.classify import Classification, classify
+from consistent.classify import Classification, StatementKind, classify
 from consistent.gtid import GtidSet, GtidState, MariaPosition
 from consistent.policy import (
     PRIMARY,
@@ -111,9 +111,11 @@ def make(setup: Setup) -> SessionPolicy:
 def general_success(policy: SessionPolicy, d: Decision) -> None:
     """``on_success`` as the general rules have it: every part applied."""
     policy._last_target = d.target
+    stmt = d.statement
+    if d.level is Level.READ_ALL_WRITES and stmt.kind is StatementKind.READ:
+        policy._unreported = d.target  # reads elsewhere fetch the primary's state first
     if d.target != PRIMARY:
         policy._served(d)
-    stmt = d.statement
     for part in stmt.parts or (stmt,):
         policy._apply(part, d.target)
 
@@ -132,6 +134,7 @@ def session_state(policy: SessionPolicy) -> tuple[object, ...]:
         policy.replay_since(0),
         policy.level,
         policy._last_target,
+        policy._unreported,
     )
 
 

@@ -1,6 +1,7 @@
 """``read_all_writes``: every write the process had acknowledged before a read began, and
-everything the session already saw, on both flavours, with no round trip to the primary —
-driven without any server, the way the DB-API wrapper and the proxy drive the policy."""
+everything the session already saw, on both flavours, with no round trip to the primary while
+the session keeps to one replica, and one when it must move to another — driven without any
+server, the way the DB-API wrapper and the proxy drive the policy."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from consistent.classify import classify
@@ -69,11 +70,16 @@ def route(
     policy: SessionPolicy,
     sql: str,
     reached: Callable[[Decision], WaitOutcome] | WaitOutcome = WaitOutcome.REACHED,
+    primary: GtidState | None = None,
 ) -> list[Decision]:
-    """Every decision for ``sql``, waits answered by ``reached``, success reported."""
+    """Every decision for ``sql``, waits answered by ``reached``, a fetch of the primary's
+    state by ``primary`` (none expected without one), success reported."""
     steps = [policy.route(classify(sql), sql)]
     while steps[-1].action is not Action.EXECUTE:
         d = steps[-1]
+        if d.action is Action.FETCH_PRIMARY_STATE and primary is not None:
+            steps.append(policy.on_primary_state(d, primary))
+            continue
         assert d.action is Action.WAIT, d
         outcome = reached(d) if callable(reached) else reached
         steps.append(policy.on_wait(d, outcome, duration=0.01))
@@ -128,15 +134,18 @@ def test_without_a_shared_state_the_other_sessions_write_is_not_required(
 
 
 @pytest.mark.parametrize(("flavor", "state"), FLAVORS, ids=[f for f, _ in FLAVORS])
-def test_read_all_writes_never_fetches_the_primary_state(
+def test_read_all_writes_does_not_fetch_the_primary_state_while_it_keeps_to_a_replica(
     flavor: FlavorName, state: Callable[[int], GtidState]
 ) -> None:
     policy = session(flavor=flavor, level="read_own_writes")
     policy.level = Level.READ_ALL_WRITES
     write(policy, state(3))
-    for _ in range(3):
+    targets = set()
+    for _ in range(4):
         steps = route(policy, "SELECT 1")
         assert Action.FETCH_PRIMARY_STATE not in {s.action for s in steps}
+        targets.add(steps[-1].target)
+    assert len(targets) == 1  # the replica the session last read from, every time
     # read_latest still reads the primary's state per read.
     policy.level = Level.READ_LATEST
     first = policy.route(classify("SELECT 1"), "SELECT 1")
@@ -314,11 +323,80 @@ def test_the_next_read_requires_what_the_replica_was_known_to_have() -> None:
     assert (first.target, first.reason) == (R1, Reason.NOTHING_REQUIRED)
     assert first.known == mp("0-1-50")
     assert policy.seen == mp("0-1-50")
-    knowledge.record_failure(R1)
-    steps = route(policy, "SELECT 1")
-    assert steps[0].target == R2
-    assert steps[0].wait_set == mp("0-1-50")  # R2 must catch up with what the first read saw
     assert policy.token == "mariadb:0-1-50"
+
+
+def test_the_session_keeps_reading_from_the_replica_it_last_read_from() -> None:
+    knowledge = ReplicaKnowledge()
+    policy = session(knowledge=knowledge)
+    first = route(policy, "SELECT 1")[-1].target
+    other = R2 if first == R1 else R1
+    for _ in range(5):
+        # The other replica is known to be further ahead, and was picked less recently: a
+        # session at read_own_writes would go there.
+        knowledge.record_executed(other, mp("0-1-90"))
+        [d] = route(policy, "SELECT 1")
+        assert d.target == first
+    spread = session(knowledge=knowledge, level="read_own_writes")
+    assert {route(spread, "SELECT 1")[-1].target for _ in range(4)} == {R1, R2}
+
+
+@pytest.mark.parametrize(("flavor", "state"), FLAVORS, ids=[f for f, _ in FLAVORS])
+def test_a_read_that_must_move_to_another_replica_first_learns_the_primarys_state(
+    flavor: FlavorName, state: Callable[[int], GtidState]
+) -> None:
+    """The last read may have seen a write that no session of the process had had
+    acknowledged yet (its writer's OK was still on the way): only the primary's state is
+    known to cover what it saw."""
+    knowledge = ReplicaKnowledge()
+    knowledge.record_executed(R1, state(50))
+    knowledge.record_executed(R2, state(20))
+    policy = session(flavor=flavor, knowledge=knowledge)
+    [first] = route(policy, "SELECT 1")
+    assert first.target == R1  # it may have seen up to 60: R1 has applied more than is known
+    knowledge.record_failure(R1)
+    steps = route(policy, "SELECT 1", primary=state(60))
+    assert [s.action for s in steps] == [Action.FETCH_PRIMARY_STATE, Action.WAIT, Action.EXECUTE]
+    assert steps[1].target == R2
+    assert steps[1].wait_set is not None
+    assert merge(state(20), steps[1].wait_set) == state(60)  # what R2 lacks of the primary's
+    assert steps[-1].reason is Reason.WAITED
+    assert policy.token == format_token(state(60))
+    # Then it keeps to R2: no more fetches.
+    knowledge.record_executed(R2, state(60))
+    assert [s.action for s in route(policy, "SELECT 1")] == [Action.EXECUTE]
+
+
+def test_a_read_after_one_on_the_primary_learns_the_primarys_state() -> None:
+    policy = session(flavor="mariadb")
+    [d] = route(policy, "/* consistent: primary */ SELECT 1")
+    assert d.target == PRIMARY
+    steps = route(policy, "SELECT 1", primary=mp("0-1-8"))
+    assert steps[0].action is Action.FETCH_PRIMARY_STATE
+    assert steps[-1].required == mp("0-1-8")
+
+
+def test_a_whole_set_reported_after_the_last_read_spares_the_fetch() -> None:
+    knowledge = ReplicaKnowledge()
+    policy = session(flavor="mysql", knowledge=knowledge)
+    [read] = route(policy, "SELECT 1")
+    # MySQL ALL_GTIDS on the replica's connection, after the read: the replica's whole set.
+    policy.observe_gtids(read.target, gs(f"{A}:1-30"))
+    knowledge.record_failure(read.target)
+    steps = route(policy, "SELECT 1")
+    assert steps[0].action is Action.WAIT
+    assert steps[0].wait_set == gs(f"{A}:1-30")
+    # On the primary, only ALL_GTIDS is its whole set (OWN_GTID is the session's own GTIDs).
+    mysql = session(flavor="mysql")
+    route(mysql, "/* consistent: primary */ SELECT 1")
+    mysql.observe_gtids(PRIMARY, gs(f"{A}:1-40"))  # a COMMIT's OK under ALL_GTIDS
+    assert route(mysql, "SELECT 1")[0].action is Action.WAIT
+    mariadb = session(flavor="mariadb")
+    route(mariadb, "/* consistent: primary */ SELECT 1")
+    mariadb.observe_gtids(PRIMARY, mp("0-1-40"))  # last_gtid: the session's own write only
+    assert route(mariadb, "SELECT 1", primary=mp("0-1-41"))[0].action is (
+        Action.FETCH_PRIMARY_STATE
+    )
 
 
 def test_a_replica_that_reports_its_state_is_seen_at_read_all_writes_only() -> None:
@@ -389,6 +467,10 @@ sim_operations = st.lists(
 
 @settings(max_examples=200, deadline=None)
 @given(sim_operations, st.sampled_from(["mysql", "mariadb"]))
+# A read served by the primary saw another process's write: the next may not miss it.
+@example([("write", 0), ("external", 0), ("read", 0), ("apply", R2), ("read", 0)], "mysql")
+# A read on one replica saw another process's write that the other replica lacks.
+@example([("external", 0), ("apply", R1), ("read", 0), ("read", 0)], "mariadb")
 def test_property_reads_see_what_was_acknowledged_and_never_go_backwards(
     ops: list[tuple[str, object]], flavor: FlavorName
 ) -> None:
@@ -398,8 +480,7 @@ def test_property_reads_see_what_was_acknowledged_and_never_go_backwards(
     on replica connections); a monitor poll tells what a replica has.
 
     Every read a replica serves sees every write acknowledged before it began, and never less
-    than what the session's previous read is known to have seen: on MySQL, all its previous
-    read saw."""
+    than what the session's previous read saw, on the primary or on a replica."""
     state: Callable[[int], GtidState] = (
         (lambda n: gs(f"{A}:1-{n}") if n else GtidSet())
         if flavor == "mysql"
@@ -433,20 +514,16 @@ def test_property_reads_see_what_was_acknowledged_and_never_go_backwards(
         else:
             i = int(str(arg))
             before = acked
-            final = route(sessions[i], "SELECT v FROM t", reached)[-1]
+            final = route(sessions[i], "SELECT v FROM t", reached, primary=state(primary))[-1]
             if final.target == PRIMARY:
-                floor[i] = max(floor[i], before)
+                floor[i] = primary
                 continue
             saw = applied[final.target]
             assert saw >= before, "a write acknowledged before the read is missing"
             assert saw >= floor[i], "the read went backwards"
+            floor[i] = saw
             if flavor == "mysql":
                 sessions[i].observe_gtids(final.target, state(saw))
-                floor[i] = saw
-            else:
-                known = final.known
-                have = known.get(0) if isinstance(known, MariaPosition) else None
-                floor[i] = max(floor[i], before, have.seq_no if have is not None else 0)
 
 
 def test_a_mariadb_session_tracks_its_own_gtids_at_every_level() -> None:
