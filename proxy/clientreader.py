@@ -128,6 +128,12 @@ class ClientReader:
             raw, payload, next_seq = packet
             handler.command(raw, payload, next_seq)
 
+    @property
+    def reading_paused(self) -> bool:
+        """Whether reading from the client is paused (a full buffer, or a streamed command's
+        backend that cannot take more)."""
+        return self._paused_reading
+
     def check_buffer(self) -> None:
         """Bound what waits behind a running command: reading from the client pauses beyond
         the limit and resumes once the session is idle, and pauses while a streamed command's

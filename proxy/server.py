@@ -599,6 +599,7 @@ class ProxyServer:
             if pending:
                 logger.warning("%d sessions still open at the deadline: closing", len(pending))
                 for session in list(self._sessions.values()):
+                    logger.warning("session %d still open: %s", session.id, session.status())
                     session.abort()
                 await asyncio.wait(pending, timeout=5.0)
         reaper, self._reaper = self._reaper, None

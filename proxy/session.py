@@ -320,6 +320,8 @@ class Session:
             "pins": list(policy.pins),
             "pin_reasons": backends.pin_reasons(),
             "busy": self.handler.busy,
+            "streaming": self.reader.streaming,
+            "reading_paused": self.reader.reading_paused,
             "backends": sorted(backends.conns),
             "follow_up": backends.following(),
             "prepared_statements": len(self.handler.prepared),

@@ -84,6 +84,11 @@ def test_admin_status_and_metrics_need_the_token(
         (session,) = doc["sessions"]
         assert session["pins"] == ["temporary_table"]
         assert session["last_reason"] == "pinned(temporary_table)"
+        assert (session["busy"], session["streaming"], session["reading_paused"]) == (
+            False,
+            False,
+            False,
+        )
         status, text = get(port, f"/metrics?token={ADMIN_TOKEN}")
         assert status == 200
         assert b'reason="pinned",role="primary"} 1.0' in text
