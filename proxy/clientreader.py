@@ -336,6 +336,10 @@ class ClientReader:
         self._stream_to = None
         self._stream_drop = True
         self._stream_blocked = False
+        # The write of the command's last bytes to ``conn`` may have just paused reading from
+        # the client (its buffer full): with nothing left to block on, reading resumes, or
+        # the rest of the command would never arrive.
+        self.check_buffer()
         if conn is not None:
             if conn.on_write_paused is not None:
                 conn.on_write_paused = None
