@@ -11,9 +11,11 @@ Candidates are the session's healthy replicas not yet tried for this statement (
 4. how recently they were picked, so equally good replicas take turns;
 5. consecutive failures, then name, so the order is deterministic.
 
-A ``prefer``-red replica comes before all of them while it is usable: a ``read_all_writes``
-session keeps reading from the replica it last read from, whose state only grows, so that its
-reads never go backwards (:class:`consistent.policy.session.SessionPolicy`).
+A ``prefer``-red replica comes first while it is usable, unless it lags at least 20 ms and
+another lags at most a quarter as much (two lag classes less): a ``read_all_writes`` session
+keeps reading from the replica it last read from, whose state only grows, so that its reads
+never go backwards, and moves (at the cost of a round trip to the primary, see
+:class:`consistent.policy.session.SessionPolicy`) only to a clearly fresher one.
 
 What is known about a replica is a lower bound that ages: a lag or executed state older than
 the knowledge's ``ttl`` ranks as unknown, and unknown ranks as good.  Otherwise the replica the
@@ -33,6 +35,9 @@ __all__ = ["best_replica", "lag_class", "rank_replicas"]
 
 # Lags below this are all "caught up"; above it, each doubling is one class.
 _LAG_FLOOR = 0.005
+# A preferred replica is left for one this many lag classes fresher, from 20 ms of lag on.
+_MOVE_CLASSES = 2
+_MOVE_FROM_CLASS = 3
 
 
 def lag_class(lag: float | None) -> int:
@@ -108,12 +113,12 @@ def best_replica(
     max_lag: float | None = None,
     prefer: str | None = None,
 ) -> tuple[ReplicaView, bool] | None:
-    """The first of :func:`rank_replicas`, or ``prefer`` while it is usable, and whether it
-    is known to cover ``required`` (true when nothing is required); ``None`` when no replica
-    is usable.  Routing only needs
-    the best one: this finds it in one pass without sorting or building keys, and its
-    coverage without a second check.  The view is :meth:`ReplicaKnowledge.current`'s: it
-    does not carry the pick counts."""
+    """The first of :func:`rank_replicas`, or ``prefer`` while it is usable and not clearly
+    laggier (see the module docstring), and whether it is known to cover ``required`` (true
+    when nothing is required); ``None`` when no replica is usable.  Routing only needs the
+    best one: this finds it in one pass without sorting or building keys, and its coverage
+    without a second check.  The view is :meth:`ReplicaKnowledge.current`'s: it does not
+    carry the pick counts."""
     now = knowledge.now()
     ttl = knowledge.ttl
     wanted = required or None
@@ -121,6 +126,9 @@ def best_replica(
     # The best one's key of ``_rank_key``, field by field (no tuple per replica).
     b_uncovered = False
     b_lag = b_gap = b_pick = b_failures = 0
+    preferred: ReplicaView | None = None
+    p_uncovered = False
+    p_lag = 0
     # One pass, the filters of ``_usable`` inlined: every read outside a transaction comes here.
     for name in replicas:
         if exclude and name in exclude:
@@ -139,9 +147,9 @@ def best_replica(
         else:
             fresh = v.fresh_executed(now, ttl)
             uncovered, gap = True, 0 if fresh is None else distance(wanted, fresh).bit_length()
-        if name == prefer:
-            return v, not uncovered
         lag_rank = 0 if fresh_lag is None or fresh_lag < _LAG_FLOOR else lag_class(fresh_lag)
+        if name == prefer:
+            preferred, p_uncovered, p_lag = v, uncovered, lag_rank
         pick = knowledge.last_pick(name)
         failures = v.failures
         if best is not None and not _before(
@@ -163,6 +171,8 @@ def best_replica(
         b_uncovered, b_lag, b_gap, b_pick, b_failures = uncovered, lag_rank, gap, pick, failures
     if best is None:
         return None
+    if preferred is not None and (p_lag < _MOVE_FROM_CLASS or p_lag - b_lag < _MOVE_CLASSES):
+        return preferred, not p_uncovered
     return best, not b_uncovered
 
 

@@ -66,9 +66,11 @@ How each level gets its required set
   set, which is more than enough.  Part two, reads do not go backwards: a read may see more
   than its replica was known to have (a write another session committed but has not yet had
   acknowledged), so the session keeps reading from the replica it last read from, whose state
-  only grows.  Only when a read must go elsewhere (that replica failed, lags past
-  ``wait_timeout``, or the last read ran on the primary) and what the last read saw was not
-  reported exactly, the read first fetches the primary's executed state, which covers it.
+  only grows, unless another is clearly fresher
+  (:func:`~consistent.policy.selection.best_replica`).
+  When a read goes elsewhere (that replica failed, lags past ``wait_timeout`` or is clearly
+  staler, or the last read ran on the primary) and what the last read saw was not reported
+  exactly, the read first fetches the primary's executed state, which covers it.
 * ``read_latest``: every read that would go to a replica first fetches the primary's executed
   state (one primary round trip per read), merged into the required set.
 * ``eventual``: nothing is waited for, though the session's own GTIDs are still collected so that

@@ -341,6 +341,22 @@ def test_the_session_keeps_reading_from_the_replica_it_last_read_from() -> None:
     assert {route(spread, "SELECT 1")[-1].target for _ in range(4)} == {R1, R2}
 
 
+def test_the_session_moves_when_another_replica_is_clearly_fresher() -> None:
+    knowledge = ReplicaKnowledge()
+    policy = session(knowledge=knowledge)
+    first = route(policy, "SELECT 1")[-1].target
+    other = R2 if first == R1 else R1
+    knowledge.record_lag(first, 0.08)  # four lag classes above the other's
+    knowledge.record_lag(other, 0.001)
+    steps = route(policy, "SELECT 1", primary=mp("0-1-5"))
+    assert steps[0].action is Action.FETCH_PRIMARY_STATE  # it may have seen more than known
+    assert steps[-1].target == other
+    knowledge.record_lag(first, 0.007)  # one class above: not worth a move
+    assert route(policy, "SELECT 1")[-1].target == other
+    knowledge.record_lag(other, 0.009)
+    assert route(policy, "SELECT 1")[-1].target == other
+
+
 @pytest.mark.parametrize(("flavor", "state"), FLAVORS, ids=[f for f, _ in FLAVORS])
 def test_a_read_that_must_move_to_another_replica_first_learns_the_primarys_state(
     flavor: FlavorName, state: Callable[[int], GtidState]
