@@ -33,7 +33,7 @@ from rich.progress import (
 )
 
 from analytics.startup import run_interruptibly, spark_problem, start_spark
-from consistent.command import EXIT_FAILURE, CommandError
+from consistent.command import EXIT_FAILURE, CommandError, check_interrupted
 from consistent.errors import Error
 
 if TYPE_CHECKING:
@@ -206,20 +206,22 @@ def _run(args: argparse.Namespace, console: Console) -> RunResult:
             spark = start_spark(SparkSettings(master=args.master, driver_memory=args.driver_memory))
         except Error as exc:
             raise CommandError(exc.msg, EXIT_FAILURE) from exc
+    check_interrupted()
     show = not args.no_progress and console.is_terminal
     display = _SparkProgress(console, spark.sparkContext, STEPS) if show else None
 
     def step_line(index: int, name: str) -> None:
         console.print(f"step {index + 1}/{len(STEPS)}: {name}…")
 
+    show_step = display.step if display else step_line
+
+    def on_step(index: int, name: str) -> None:
+        check_interrupted()
+        show_step(index, name)
+
     def work() -> RunResult:
         return run_all(
-            spark,
-            args.traces,
-            args.out,
-            settings,
-            skip_ingest=args.skip_ingest,
-            on_step=display.step if display else step_line,
+            spark, args.traces, args.out, settings, skip_ingest=args.skip_ingest, on_step=on_step
         )
 
     try:

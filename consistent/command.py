@@ -9,6 +9,10 @@ of failure it was; it never shows a Python traceback.  The pieces:
 - :class:`CommandError`: what a handler raises to stop with a message and a status.
 - :func:`run`: calls a handler and turns whatever escapes it into the line and the status:
   Ctrl-C (``KeyboardInterrupt``) is status 130, as shells report a command stopped by SIGINT.
+  A Ctrl-C whose ``KeyboardInterrupt`` Python could not raise (it came while a weakref
+  callback or a ``__del__`` ran, and Python would only print it as "Exception ignored", with
+  its traceback) still stops the command, quietly: at the handler's next
+  :func:`check_interrupted`, or when it returns.
 - :func:`loopback_host`: the ``--host`` type of the commands that listen (loopback only).
 
 ``CONSISTENT_DEBUG=1`` in the environment lets an unexpected exception show its traceback.
@@ -32,6 +36,7 @@ __all__ = [
     "EXIT_USAGE",
     "CommandError",
     "CommandParser",
+    "check_interrupted",
     "error_line",
     "loopback_host",
     "reason",
@@ -93,11 +98,38 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
+#: Ctrl-Cs that Python could not raise while :func:`run` ran a handler.
+_dropped_interrupts: list[BaseException] = []
+
+
+def _unraisable(previous: Callable[[sys.UnraisableHookArgs], object]) -> Callable[..., None]:
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _dropped_interrupts.append(unraisable.exc_value)
+        else:
+            previous(unraisable)
+
+    return hook
+
+
+def check_interrupted() -> None:
+    """Raise ``KeyboardInterrupt`` if a Ctrl-C came that Python could not raise (see the
+    module docstring); for long commands to call between their steps."""
+    if _dropped_interrupts:
+        _dropped_interrupts.clear()
+        raise KeyboardInterrupt
+
+
 def run(prog: str, handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """``handler(args)``, with every failure turned into one line on standard error and an
     exit status (:class:`CommandError`'s own; 130 after Ctrl-C; 1 otherwise)."""
+    previous_hook = sys.unraisablehook
+    _dropped_interrupts.clear()
+    sys.unraisablehook = _unraisable(previous_hook)
     try:
-        return handler(args)
+        status = handler(args)
+        check_interrupted()
+        return status
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
@@ -110,6 +142,9 @@ def run(prog: str, handler: Callable[[argparse.Namespace], int], args: argparse.
             f"{prog}: interrupted\n" if status == EXIT_INTERRUPTED else error_line(prog, message)
         )
         return status
+    finally:
+        sys.unraisablehook = previous_hook
+        _dropped_interrupts.clear()
 
 
 def _outcome(exc: BaseException) -> tuple[int, str]:

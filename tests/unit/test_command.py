@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -109,3 +111,40 @@ def test_loopback_hosts_are_accepted(host: str) -> None:
 def test_other_hosts_are_refused(host: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         loopback_host(host)
+
+
+# A handler whose Ctrl-C arrives while a ``__del__`` runs: Python cannot raise it there.
+_DROPPED_CTRL_C = """
+import argparse, os, signal, sys
+from consistent import command
+
+class Late:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10000):
+            pass  # the signal's handler runs here, and its KeyboardInterrupt is dropped
+
+def handler(args):
+    Late()
+    print("went on", flush=True)
+    if args.check:
+        command.check_interrupted()
+        print("after the check", flush=True)
+    return 0
+
+sys.exit(command.run("prog", handler, argparse.Namespace(check=sys.argv[1] == "check")))
+"""
+
+
+@pytest.mark.parametrize("check", [True, False], ids=["at-the-next-check", "at-the-end"])
+def test_a_ctrl_c_python_could_not_raise_still_stops_the_command_quietly(check: bool) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", _DROPPED_CTRL_C, "check" if check else "end"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert child.returncode == EXIT_INTERRUPTED, child.stderr
+    assert child.stderr == "prog: interrupted\n"  # no "Exception ignored" traceback
+    assert child.stdout == "went on\n"  # and, with a check, nothing after it
