@@ -12,7 +12,8 @@ Candidates are the session's healthy replicas not yet tried for this statement (
 5. consecutive failures, then name, so the order is deterministic.
 
 A ``prefer``-red replica comes first while it is usable, unless it lags at least 20 ms and
-another lags at most a quarter as much (two lag classes less): a ``read_all_writes`` session
+another is known to lag at most a quarter as much (two lag classes less; an unknown lag is no
+reason to move): a ``read_all_writes`` session
 keeps reading from the replica it last read from, whose state only grows, so that its reads
 never go backwards, and moves (at the cost of a round trip to the primary, see
 :class:`consistent.policy.session.SessionPolicy`) only to a clearly fresher one.
@@ -124,7 +125,7 @@ def best_replica(
     wanted = required or None
     best: ReplicaView | None = None
     # The best one's key of ``_rank_key``, field by field (no tuple per replica).
-    b_uncovered = False
+    b_uncovered = b_lag_known = False
     b_lag = b_gap = b_pick = b_failures = 0
     preferred: ReplicaView | None = None
     p_uncovered = False
@@ -169,9 +170,12 @@ def best_replica(
             continue
         best = v
         b_uncovered, b_lag, b_gap, b_pick, b_failures = uncovered, lag_rank, gap, pick, failures
+        b_lag_known = fresh_lag is not None
     if best is None:
         return None
-    if preferred is not None and (p_lag < _MOVE_FROM_CLASS or p_lag - b_lag < _MOVE_CLASSES):
+    if preferred is not None and (
+        p_lag < _MOVE_FROM_CLASS or not b_lag_known or p_lag - b_lag < _MOVE_CLASSES
+    ):
         return preferred, not p_uncovered
     return best, not b_uncovered
 

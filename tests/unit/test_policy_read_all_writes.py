@@ -357,6 +357,16 @@ def test_the_session_moves_when_another_replica_is_clearly_fresher() -> None:
     assert route(policy, "SELECT 1")[-1].target == other
 
 
+def test_an_unknown_lag_is_no_reason_to_move() -> None:
+    knowledge = ReplicaKnowledge()
+    policy = session(knowledge=knowledge)
+    first = route(policy, "SELECT 1")[-1].target
+    knowledge.record_lag(first, 0.08)  # the other's lag is unknown
+    steps = route(policy, "SELECT 1")
+    assert [s.action for s in steps] == [Action.EXECUTE]
+    assert steps[-1].target == first
+
+
 @pytest.mark.parametrize(("flavor", "state"), FLAVORS, ids=[f for f, _ in FLAVORS])
 def test_a_read_that_must_move_to_another_replica_first_learns_the_primarys_state(
     flavor: FlavorName, state: Callable[[int], GtidState]
