@@ -39,6 +39,7 @@ from typing import Any
 
 import pymysql
 
+from consistent.gtid import MariaPosition
 from consistent.testing._mariadb_process import (
     LOOPBACK,
     ROOT_MARKER,
@@ -417,18 +418,22 @@ class MariaDBTopology:
         replica.process.wait_ready(time.monotonic() + self.options.startup_timeout)
         self.wait_replicating(replica)
 
-    def switchover(self, ref: ReplicaRef, *, planned: bool = True) -> float:
+    def switchover(self, ref: ReplicaRef, *, planned: bool = True, recover: bool = True) -> float:
         """Make replica ``ref`` the primary, as an operator does (the topology must be
         :attr:`TopologyOptions.promotable`): the old primary becomes read-only (``planned``:
         first, and the replicas catch up with it; otherwise it is dead or ignored), the
         replica stops replicating and becomes writable, and the other replicas (and the old
         primary, when planned) replicate from it with ``MASTER_USE_GTID = slave_pos``.
+        Unplanned and with ``recover``, the replica first takes what another replica received
+        beyond it (:meth:`_catch_up_from_survivors`); without, what it lacks is lost.
         Returns the ``time.monotonic()`` at which the new primary became writable."""
         promoted = self.replica(ref)
         old = self.primary
         if planned:
             old.query("SET GLOBAL read_only = 1")
             self.wait_for_all()
+        elif recover:
+            self._catch_up_from_survivors(promoted)
         with contextlib.closing(promoted.admin()) as conn, conn.cursor() as cursor:
             cursor.execute("STOP SLAVE")
             cursor.execute("RESET SLAVE ALL")
@@ -453,6 +458,38 @@ class MariaDBTopology:
         self.primary = promoted
         self.replicas = tuple(others)
         return promoted_at
+
+    def _catch_up_from_survivors(self, promoted: MariaDBServer, timeout: float = 10.0) -> None:
+        """The primary is gone: every running replica applies what it had received, and
+        ``promoted`` takes from the one that got furthest what it lacks, as failover tools do.
+        A replica left ahead of the new primary could not replicate from it (1236: its
+        position is not in the new primary's binary log)."""
+        survivors = [r for r in self.replicas if r.alive]
+        applied: dict[str, MariaPosition] = {}
+        for server in survivors:
+            server.query("STOP SLAVE IO_THREAD")
+            received = str(server.query("SHOW SLAVE STATUS")[0].get("Gtid_IO_Pos") or "")
+            if received:
+                server.query("SELECT MASTER_GTID_WAIT(%s, %s)", (received, timeout))
+            position = server.query("SELECT @@GLOBAL.gtid_slave_pos AS pos")[0]["pos"]
+            applied[server.name] = MariaPosition.parse(str(position or ""))
+        ahead = [s for s in survivors if not applied[promoted.name].covers(applied[s.name])]
+        if not ahead:
+            return
+        furthest = max(ahead, key=lambda s: sum(g.seq_no for g in applied[s.name].gtids()))
+        promoted.query("STOP SLAVE")
+        promoted.query(
+            "CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = %s, "
+            "MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1",
+            (LOOPBACK, furthest.port, self.repl_user, self.repl_password),
+        )
+        promoted.query("START SLAVE")
+        target = str(applied[furthest.name])
+        rows = promoted.query("SELECT MASTER_GTID_WAIT(%s, %s) AS r", (target, timeout))
+        if rows[0]["r"] != 0:
+            raise ReplicationTimeout(
+                f"{promoted.name} did not catch up with {furthest.name} ({target!r}) in {timeout} s"
+            )
 
     def reset_lag(self) -> None:
         """Undo every lag control on every replica: thaw frozen servers, restart killed ones,

@@ -285,8 +285,8 @@ def test_gtids_a_failover_lost_are_named_in_every_span_of_the_sessions_that_requ
         with writer.cursor() as cur:
             cur.execute("INSERT INTO t VALUES (1000, 1000)")
         lost_gtid = writer.token.removeprefix("mariadb:")
-        promotable.primary.process.kill()  # the write never left the primary
-        promotable.switchover(0, planned=False)
+        promotable.primary.process.kill()  # the write never reached the promoted replica
+        promotable.switchover(0, planned=False, recover=False)
         wait_for(lambda: traced.roles.history is not None)
         with bystander.cursor() as cur:  # it required nothing the failover lost
             cur.execute("INSERT INTO t VALUES (1001, 1001)")
@@ -332,3 +332,21 @@ def test_gtids_a_failover_lost_are_named_in_every_span_of_the_sessions_that_requ
     finally:
         traced.close()
         telemetry.shutdown()
+
+
+def test_an_unplanned_switchover_first_recovers_what_another_replica_received(
+    promotable: MariaDBTopology,
+) -> None:
+    """The test topology's failover, as failover tools do it: the replica promoted takes what
+    another replica received beyond it, so that none is left ahead of the new primary (it
+    could not replicate from it) and no acknowledged write is lost."""
+    promotable.replicas[0].query("STOP SLAVE")  # it will not get the next write
+    promotable.primary.query("INSERT INTO sw.t VALUES (1100, 1100)")
+    promotable.wait_for_catchup(1)
+    promotable.primary.process.kill()
+    promotable.switchover(0, planned=False)
+    promotable.primary.query("INSERT INTO sw.t VALUES (1101, 1101)")
+    promotable.wait_for_all()  # the other replica follows the new primary
+    for server in promotable.servers:
+        rows = server.query("SELECT id FROM sw.t WHERE id >= 1100 ORDER BY id")
+        assert [r["id"] for r in rows] == [1100, 1101], server.name
