@@ -13,10 +13,10 @@ Candidates are the session's healthy replicas not yet tried for this statement (
 
 A ``prefer``-red replica comes first while it is usable, unless it lags at least 20 ms and
 another is known to lag at most a quarter as much (two lag classes less; an unknown lag is no
-reason to move): a ``read_all_writes`` session
-keeps reading from the replica it last read from, whose state only grows, so that its reads
-never go backwards, and moves (at the cost of a round trip to the primary, see
-:class:`consistent.policy.session.SessionPolicy`) only to a clearly fresher one.
+reason to move): a ``read_all_writes`` session keeps reading from the replica it last read
+from, whose state only grows, so that its reads never go backwards, and moves (at the cost of
+a round trip to the primary, see :class:`consistent.policy.session.SessionPolicy`) only to a
+clearly fresher one.
 
 What is known about a replica is a lower bound that ages: a lag or executed state older than
 the knowledge's ``ttl`` ranks as unknown, and unknown ranks as good.  Otherwise the replica the

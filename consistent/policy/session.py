@@ -563,15 +563,13 @@ class SessionPolicy:
             if level is _READ_ALL_WRITES:
                 sources = self._acknowledged_sources()
             required = self._required
-            found = best_replica(
-                self._knowledge, self._replicas, required=required, prefer=self._unreported
-            )
+            prefer = self._unreported if level is _READ_ALL_WRITES else None
+            found = best_replica(self._knowledge, self._replicas, required=required, prefer=prefer)
+            if found is not None and prefer is not None and prefer != found[0].name:
+                found = None  # the read moves: the general way fetches the primary's state
         if found is None:
             return self._route_read(_Seed(stmt, level, sql), fetched=False)
         best, covered = found
-        unreported = self._unreported
-        if unreported is not None and unreported != best.name and level is _READ_ALL_WRITES:
-            return self._route_read(_Seed(stmt, level, sql), fetched=False)
         if required is None:
             reason = Reason.EVENTUAL
         elif not required:
@@ -1061,7 +1059,7 @@ class SessionPolicy:
         if eventual:
             return self._on_replica(seed, best.name, Reason.EVENTUAL, best.executed, best.learned)
         if not fetched and level is Level.READ_LATEST:
-            return self._step(seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, level.value)
+            return self._fetch_primary_state(seed)
         # Past eventual, ``required`` is the session's required set, which ``covered`` judged.
         timeout = self._config.wait_timeout
         if required and not covered:
@@ -1074,7 +1072,7 @@ class SessionPolicy:
                 best = other
         if prefer is not None and prefer != best.name:
             # The last read may have seen more than is known of its server: see the docstring.
-            return self._step(seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, level.value)
+            return self._fetch_primary_state(seed)
         if not required:
             return self._on_replica(
                 seed, best.name, Reason.NOTHING_REQUIRED, best.executed, best.learned
@@ -1093,6 +1091,12 @@ class SessionPolicy:
             learned=best.learned,
             wait_set=lacking,
             wait_timeout=timeout,
+        )
+
+    def _fetch_primary_state(self, seed: _SeedLike) -> Decision:
+        """Ask for the primary's executed state before the read is routed further."""
+        return self._step(
+            seed, Action.FETCH_PRIMARY_STATE, PRIMARY, Reason.WAITED, seed.level.value
         )
 
     def _with_acknowledged(self, seed: _SeedLike) -> _SeedLike:

@@ -558,3 +558,10 @@ def test_a_mariadb_session_tracks_its_own_gtids_at_every_level() -> None:
         assert session(flavor="mariadb", level=level.value).tracking is Tracking.OWN
     assert PolicyConfig(level=Level.READ_ALL_WRITES).tracking_on("mariadb") is Tracking.OWN
     assert PolicyConfig(level=Level.READ_ALL_WRITES).tracking_on("mysql") is Tracking.ALL
+
+
+def test_only_read_all_writes_keeps_to_a_replica() -> None:
+    policy = session()
+    route(policy, "SELECT 1")  # at read_all_writes: the session keeps to this replica
+    policy.level = Level.READ_OWN_WRITES
+    assert {route(policy, "SELECT 1")[-1].target for _ in range(4)} == {R1, R2}
