@@ -67,6 +67,7 @@ from consistent.policy.driver import (
     wait_query,
 )
 from consistent.policy.roles import OnSplitBrain, SharedRoles
+from consistent.protocol.session_state import ok_tail_gtid_text
 from consistent.telemetry import (
     NOOP_SPAN,
     NOOP_TRACER,
@@ -431,9 +432,22 @@ class SessionCore:
     # ------------------------------------------------------------------ OK packets
 
     def _on_ok(self, name: str, status: int, tail: bytes) -> None:
+        """An OK packet of server ``name`` reported a session-state change (``tail``: the
+        bytes after its warning count).  Without a span to tell, its GTIDs are only noted:
+        decoding and parsing wait until a routing decision, a token or a read_all_writes read
+        needs them, and then take many tails at once."""
         pending = self._pending
         if pending is None:
             return  # an OK while connecting, before the session exists
+        span = self._span
+        if span is NOOP_SPAN or name != PRIMARY or not span.recording:
+            if name == PRIMARY:
+                # Acknowledged to the process now, before the statement returns: a
+                # read_all_writes read of any session that begins after it must see it.
+                self._acknowledged.note_tail(tail, self._flavor_name, ok_tail_gtid_text)
+            if pending.add_tail(name, tail):
+                self._drain()
+            return
         try:
             text = _pymysql.tracked_gtid_text(status, tail)
         except errors.RemoteProtocolError:
@@ -441,12 +455,8 @@ class SessionCore:
             return
         if text is None:
             return
-        if name == PRIMARY:
-            # Acknowledged to the process now, before the statement returns: a read_all_writes
-            # read of any session that begins after it must see it.
-            self._acknowledged.note(text, self._flavor_name)
-        span = self._span
-        if span is not NOOP_SPAN and name == PRIMARY and span.recording and self._own_gtids():
+        self._acknowledged.note(text, self._flavor_name)
+        if self._own_gtids():
             if not self._replicas:
                 # The span parses the text off this thread; the text also waits unparsed
                 # for the policy as usual (only ``token`` ever needs it without replicas).

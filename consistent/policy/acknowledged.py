@@ -13,8 +13,10 @@ MariaDB (:func:`~consistent.policy.states.merge`, the policy's one GTID algebra)
 arrive out of order (two sessions committing at once) never lower it.  It is shared by threads
 (the DB-API wrapper's connections, SQLAlchemy's pool) and locked accordingly.
 
-The wrapper hands over the tracker's raw text as each OK packet arrives (:meth:`note`), since
-parsing is the largest part of what it adds to a write.  MariaDB's ``last_gtid`` is one plain
+The wrapper hands over each OK packet's raw tail as it arrives (:meth:`note_tail`), since
+decoding and parsing are the largest part of what it adds to a write: the tails are decoded
+together, when a read needs the state or once :data:`TEXT_BATCH` are waiting.  Texts
+already decoded are handed over with :meth:`note`.  MariaDB's ``last_gtid`` is one plain
 ``domain-server-seq``: only the highest per domain matters, so :meth:`note` keeps that one, by
 number, as the merge would (three ``int()``, no GTID objects).  Other texts (MySQL's, or MariaDB
 text of any other shape) are parsed when a read needs the state, or in batches.  The proxy,
@@ -29,13 +31,18 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import Final
 
-from consistent.errors import MalformedGtid, MalformedGtidSet
+from consistent.errors import MalformedGtid, MalformedGtidSet, RemoteProtocolError
 from consistent.gtid import GtidState, MariaGtid, MariaPosition
 from consistent.policy.states import FlavorName, merge, parse_state, parse_tracked
 
-__all__ = ["TEXT_BATCH", "AcknowledgedWrites", "process_acknowledged"]
+__all__ = ["TEXT_BATCH", "AcknowledgedWrites", "TailDecoder", "process_acknowledged"]
+
+#: Reads the GTID text out of an OK packet's tail (``None``: it carries none); raises
+#: :class:`~consistent.errors.RemoteProtocolError` on malformed bytes.
+TailDecoder = Callable[[bytes], "str | None"]
 
 #: Raw texts kept before they are parsed anyway (bounds memory when nothing reads the state).
 TEXT_BATCH: Final = 256
@@ -53,6 +60,9 @@ class AcknowledgedWrites:
         self._text_flavor: FlavorName = "mysql"
         # MariaDB GTIDs noted since the last parse: the highest (seq_no, server_id) per domain.
         self._tops: dict[int, tuple[int, int]] = {}
+        # OK packets' tails not decoded yet, and how to decode them.
+        self._tails: list[bytes] = []
+        self._decode: TailDecoder | None = None
 
     def add(self, state: GtidState) -> None:
         """The primary reported ``state`` in an OK packet (of any session)."""
@@ -65,29 +75,46 @@ class AcknowledgedWrites:
         """An OK packet's raw GTID text in ``flavor``'s syntax, parsed when the state is next
         read (or once :data:`TEXT_BATCH` texts are waiting).  A MariaDB GTID only replaces a
         lower one of its domain noted since."""
-        gtid = _plain_maria_gtid(text) if flavor == "mariadb" else None
         with self._lock:
             self._text_flavor = flavor
-            if gtid is None:
-                self._texts.append(text)
-            else:
-                domain, seq_no, server_id = gtid
-                tops = self._tops
-                top = tops.get(domain)
-                if top is None or seq_no > top[0] or (seq_no == top[0] and server_id > top[1]):
-                    tops[domain] = (seq_no, server_id)
+            self._keep(text, flavor)
             if len(self._texts) + len(self._tops) >= TEXT_BATCH:
+                self._parse_texts()
+
+    def _keep(self, text: str, flavor: FlavorName) -> None:
+        # Callers hold the lock.
+        gtid = _plain_maria_gtid(text) if flavor == "mariadb" else None
+        if gtid is None:
+            self._texts.append(text)
+            return
+        domain, seq_no, server_id = gtid
+        tops = self._tops
+        top = tops.get(domain)
+        if top is None or seq_no > top[0] or (seq_no == top[0] and server_id > top[1]):
+            tops[domain] = (seq_no, server_id)
+
+    def note_tail(self, tail: bytes, flavor: FlavorName, decode: TailDecoder) -> None:
+        """An OK packet's raw tail (the bytes after its warning count), which ``decode``
+        turns into the tracker's text in ``flavor``'s syntax when the state is next read (or
+        once :data:`TEXT_BATCH` tails are waiting).  A tail that does not decode is
+        skipped: the session that received it reports it."""
+        with self._lock:
+            self._text_flavor = flavor
+            self._decode = decode
+            tails = self._tails
+            tails.append(tail)
+            if len(tails) >= TEXT_BATCH:
                 self._parse_texts()
 
     def state(self) -> GtidState | None:
         """Everything acknowledged so far (``None`` before the first write).  The object is
         immutable; a new one replaces it when something new is acknowledged."""
-        if not self._texts and not self._tops:
+        if not self._texts and not self._tops and not self._tails:
             # Nothing waits to be parsed: the last state is the answer (reading attributes
             # needs no lock, and a text noted from now on belongs to a later read).
             return self._state
         with self._lock:
-            if self._texts or self._tops:
+            if self._texts or self._tops or self._tails:
                 self._parse_texts()
             return self._state
 
@@ -98,6 +125,7 @@ class AcknowledgedWrites:
             self._state = None
             self._texts = []
             self._tops = {}
+            self._tails = []
 
     def _parse_texts(self) -> None:
         # Callers hold the lock.  MySQL texts are parsed together (one set, one parse);
@@ -106,8 +134,11 @@ class AcknowledgedWrites:
         # received it reports it (its own copy goes through the same parser).
         # The texts are dropped only once the state includes them: :meth:`state` reads both
         # without the lock and must never see neither.
-        texts = self._texts
         flavor = self._text_flavor
+        if self._tails:  # the tails stay until the state includes them
+            for text in _decoded(self._tails, self._decode):
+                self._keep(text, flavor)
+        texts = self._texts
         state = self._state
         tops = self._tops
         if tops:
@@ -126,6 +157,22 @@ class AcknowledgedWrites:
         self._state = state
         self._texts = []
         self._tops = {}
+        self._tails = []
+
+
+def _decoded(tails: list[bytes], decode: TailDecoder | None) -> list[str]:
+    """The GTID texts ``tails`` carry (tails with none, or that do not decode, give none)."""
+    texts: list[str] = []
+    if decode is None:
+        return texts
+    for tail in tails:
+        try:
+            text = decode(tail)
+        except RemoteProtocolError:
+            continue
+        if text is not None:
+            texts.append(text)
+    return texts
 
 
 def _plain_maria_gtid(text: str) -> tuple[int, int, int] | None:

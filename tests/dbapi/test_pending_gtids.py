@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from consistent.dbapi.pending import MYSQL_BATCH, PendingGtids, parse_tracked
 from consistent.errors import MalformedGtidSet, RemoteProtocolError
 from consistent.gtid import GtidSet, MariaPosition
+from consistent.protocol.lenenc import pack_lenenc_bytes
+from consistent.protocol.session_state import Gtids, SystemVariable, build_session_state
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 
@@ -48,6 +50,51 @@ def test_text_that_does_not_parse_is_the_servers_fault() -> None:
     pending.add("primary", "zz")
     with pytest.raises(RemoteProtocolError, match="do not parse"):
         list(pending.drain())
+
+
+def _tail(block: Gtids | SystemVariable) -> bytes:
+    return pack_lenenc_bytes(b"") + pack_lenenc_bytes(build_session_state([block]))
+
+
+def test_ok_tails_are_decoded_when_drained() -> None:
+    pending = PendingGtids("mysql")
+    pending.add_tail("primary", _tail(Gtids(f"{A}:1")))
+    pending.add_tail("primary", _tail(Gtids(f"{A}:2-3")))
+    pending.add_tail("r1:3306", _tail(Gtids(f"{A}:1-9")))
+    assert pending
+    assert dict(pending.drain()) == {
+        "primary": GtidSet.parse(f"{A}:1-3"),
+        "r1:3306": GtidSet.parse(f"{A}:1-9"),
+    }
+    assert not pending
+
+
+def test_a_full_batch_of_tails_asks_to_be_drained() -> None:
+    pending = PendingGtids("mysql")
+    asks = [pending.add_tail("primary", _tail(Gtids(f"{A}:{n}"))) for n in range(1, 257)]
+    assert asks == [False] * 255 + [True]
+
+
+def test_a_text_noted_after_tails_supersedes_theirs_on_mariadb() -> None:
+    """A session's GTIDs in a domain only grow: the last one noted wins, whichever way."""
+    pending = PendingGtids("mariadb")
+    pending.add_tail("primary", _tail(SystemVariable("last_gtid", "0-1-5")))
+    pending.add("primary", "0-1-6")
+    assert dict(pending.drain()) == {"primary": MariaPosition.parse("0-1-6")}
+    pending.add("primary", "0-1-7")
+    pending.add_tail("primary", _tail(SystemVariable("last_gtid", "0-1-8")))
+    assert dict(pending.drain()) == {"primary": MariaPosition.parse("0-1-8")}
+
+
+def test_a_tail_that_does_not_decode_is_logged_and_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pending = PendingGtids("mariadb")
+    pending.add_tail("primary", b"\x05ab")  # the info runs past the tail's end
+    pending.add_tail("primary", _tail(SystemVariable("last_gtid", "0-1-5")))
+    with caplog.at_level("WARNING", logger="consistent.dbapi.pending"):
+        assert dict(pending.drain()) == {"primary": MariaPosition.parse("0-1-5")}
+    assert "undecodable session-state data from primary" in caplog.text
 
 
 _MARIA_TEXT = st.one_of(

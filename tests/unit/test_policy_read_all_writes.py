@@ -34,6 +34,14 @@ from consistent.policy import (
 )
 from consistent.policy.acknowledged import TEXT_BATCH
 from consistent.policy.states import FlavorName, covers, merge
+from consistent.protocol.lenenc import pack_lenenc_bytes
+from consistent.protocol.session_state import (
+    Gtids,
+    Schema,
+    SystemVariable,
+    build_session_state,
+    ok_tail_gtid_text,
+)
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 R1 = "10.0.0.2:3306"
@@ -226,6 +234,47 @@ def test_mariadb_gtids_noted_out_of_order_keep_the_highest_by_number() -> None:
     shared.note("0-2-100", "mariadb")
     shared.note("0-1-50", "mariadb")
     assert shared.state() == mp("0-2-100,1-7-5")
+
+
+def _mariadb_tail(gtid: str) -> bytes:
+    """An OK packet's tail as MariaDB sends it after a write: ``last_gtid`` changed."""
+    state = build_session_state([SystemVariable("last_gtid", gtid)])
+    return pack_lenenc_bytes(b"") + pack_lenenc_bytes(state)
+
+
+def _mysql_tail(text: str) -> bytes:
+    return pack_lenenc_bytes(b"") + pack_lenenc_bytes(build_session_state([Gtids(text)]))
+
+
+def test_ok_tails_are_decoded_when_read_or_in_batches() -> None:
+    shared = AcknowledgedWrites()
+    for n in range(1, TEXT_BATCH):
+        shared.note_tail(_mysql_tail(f"{A}:{n}"), "mysql", ok_tail_gtid_text)
+    assert shared._tails  # nothing decoded yet
+    assert shared._state is None
+    assert shared.state() == gs(f"{A}:1-{TEXT_BATCH - 1}")  # a read decodes them all
+    assert not shared._tails
+    for n in range(TEXT_BATCH, 2 * TEXT_BATCH):
+        shared.note_tail(_mysql_tail(f"{A}:{n}"), "mysql", ok_tail_gtid_text)
+    assert not shared._tails  # a full batch is decoded at once
+    assert shared._state == gs(f"{A}:1-{2 * TEXT_BATCH - 1}")
+
+
+def test_ok_tails_keep_the_highest_mariadb_gtid_and_skip_what_does_not_decode() -> None:
+    shared = AcknowledgedWrites()
+    shared.note("0-1-7", "mariadb")
+    for tail in (
+        _mariadb_tail("0-1-9"),
+        _mariadb_tail("0-1-8"),  # lower, arrived later: the merge keeps 9
+        b"\x05ab",  # info runs past the end: malformed, skipped
+        pack_lenenc_bytes(b"") + pack_lenenc_bytes(build_session_state([Schema("db")])),
+        _mariadb_tail("3-2-1"),
+    ):
+        shared.note_tail(tail, "mariadb", ok_tail_gtid_text)
+    assert shared.state() == mp("0-1-9,3-2-1")
+    shared.note_tail(_mariadb_tail("0-1-10"), "mariadb", ok_tail_gtid_text)
+    shared.forget()
+    assert shared.state() is None  # forgotten, undecoded tails included
 
 
 def test_mariadb_texts_of_another_shape_go_through_the_parser() -> None:
