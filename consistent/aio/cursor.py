@@ -14,6 +14,7 @@ conn.cursor() as cur``, ``async for row in cur``, ``await cur.close()``.
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
@@ -33,6 +34,10 @@ __all__ = ["Cursor", "DictCursor", "SSCursor", "SSDictCursor", "cursor_class"]
 T = TypeVar("T")
 
 Row = tuple[Any, ...] | dict[str, Any]
+
+# What fetchone() and fetchall() ask of the aiomysql cursor (no closure per call).
+_FETCHONE: Final = operator.methodcaller("fetchone")
+_FETCHALL: Final = operator.methodcaller("fetchall")
 
 
 class Cursor(CursorBase):
@@ -225,16 +230,16 @@ class Cursor(CursorBase):
 
     def fetchone(self) -> Awaitable[Row | None]:
         """The next row, or ``None``."""
-        return self._fetch(lambda inner: inner.fetchone())
+        return self._fetch(_FETCHONE)
 
     def fetchmany(self, size: int | None = None) -> Awaitable[Sequence[Row]]:
         """Up to ``size`` rows (default ``arraysize``); an empty sequence at the end."""
         count = size if size is not None else self._arraysize
-        return self._fetch(lambda inner: inner.fetchmany(count))
+        return self._fetch(operator.methodcaller("fetchmany", count))
 
     def fetchall(self) -> Awaitable[Sequence[Row]]:
         """The remaining rows."""
-        return self._fetch(lambda inner: inner.fetchall())
+        return self._fetch(_FETCHALL)
 
     def _fetch(self, fetch: Callable[[Any], Any]) -> Awaitable[Any]:
         """``fetch(inner)``, awaitable, with the driver's errors translated.  A buffered
@@ -242,8 +247,11 @@ class Cursor(CursorBase):
         future is handed on as it is, without a coroutine around it (every SELECT fetches).
         Anything else (an unbuffered cursor reading from the server, a subclass's coroutine)
         is awaited in one that translates what it raises."""
+        inner = self._inner
+        if inner is None or self._connection is None:
+            self._result()  # says why there is nothing to fetch
         try:
-            pending = fetch(self._result())
+            pending = fetch(inner)
         except errors.Error:
             raise
         except Exception as exc:
