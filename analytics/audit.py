@@ -66,6 +66,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
+from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.types import (
     BooleanType,
     DoubleType,
@@ -78,13 +79,14 @@ from pyspark.sql.types import (
 from analytics import steps
 from analytics.steps import (
     MISSING,
-    BatchLookup,
     Int64s,
     ReadLookups,
     Step,
+    batch_lookup,
     build,
     build_sessions,
     lookup_fields,
+    lookup_inputs,
 )
 from analytics.transforms import (
     clean_gtid_text,
@@ -512,15 +514,22 @@ def analyze_reads(
 
     The reads are never sorted nor shuffled (:func:`replica_reads`): every look-up, along
     time, GNOs or a session's order, is a binary search in step functions broadcast to the
-    executors (:func:`lookups`, :class:`analytics.steps.BatchLookup` in ``mapInArrow``), so
+    executors (:func:`lookups`, :func:`analytics.steps.batch_lookup` in an Arrow UDF), so
     any number of replicas and sessions spreads over every core."""
     reads = replica_reads(statements, sources)
     spark = statements.sparkSession
-    # Pickled here by cloudpickle (this module's classes by value, see BatchLookup): Spark's
+    # Pickled here by cloudpickle (this module's classes by value, see batch_lookup): Spark's
     # own pickling of a broadcast would name them by module, for the executors to import.
     packed = cloudpickle.dumps(lookups(statements, lag, sources))  # type: ignore[no-untyped-call]
     shared = spark.sparkContext.broadcast(packed)
-    added = [StructField(name, LongType()) for name in lookup_fields(len(sources))]
-    looked_up = reads.mapInArrow(BatchLookup(shared), StructType([*reads.schema.fields, *added]))
+    names = lookup_fields(len(sources))
+    found_type = StructType([StructField(name, LongType()) for name in names])
+    # An iterator UDF, as the function's annotations say: PySpark's stubs know only the form
+    # that names it with ``functionType``, which PySpark itself warns against.
+    look_up = arrow_udf(batch_lookup(shared, len(sources)), found_type)  # type: ignore[call-overload]
+    found = look_up(*[F.col(name) for name in lookup_inputs(len(sources))])
+    looked_up = reads.select("*", found.alias("_found")).select(
+        *reads.columns, *[F.col("_found")[name].alias(name) for name in names]
+    )
     judged = judge(looked_up, sources)
     return ReadAnalysis(judged, violation_rows(judged))

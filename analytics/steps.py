@@ -10,8 +10,8 @@ highest GNO its statements had produced before a given statement is one such fun
 along the session's order (:class:`SessionSteps`).
 
 A missing value is :data:`MISSING` in both directions (integers have no NaN), and a null
-in Arrow.  :class:`BatchLookup` applies the audit's look-ups to Arrow record batches
-(``DataFrame.mapInArrow``).  The module needs numpy and pyarrow only, so that Spark ships it
+in Arrow.  :func:`batch_lookup` applies the audit's look-ups to Arrow record batches (an
+Arrow UDF).  The module needs numpy and pyarrow only, so that Spark ships it
 to executors by value (:func:`analytics.audit.analyze_reads`): they need no copy of the
 project.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
@@ -31,16 +31,17 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 __all__ = [
     "MISSING",
-    "BatchLookup",
     "Direction",
     "Int64s",
     "ReadLookups",
     "SessionSteps",
     "Step",
+    "batch_lookup",
     "build",
     "build_sessions",
     "look_up_batch",
     "lookup_fields",
+    "lookup_inputs",
 ]
 
 Int64s = npt.NDArray[np.int64]
@@ -335,10 +336,16 @@ def _credible_known(
     return credible
 
 
+def lookup_inputs(sources: int) -> list[str]:
+    """The columns :func:`look_up_batch` reads, in the order :func:`batch_lookup`'s function
+    takes them."""
+    per_source = [f"{name}{i}" for name in ("required", "wait", "known") for i in range(sources)]
+    return ["session_id", "span_id", "replica", "start_ns", "end_ns", *per_source, "known_at_ns"]
+
+
 def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
-    """``batch`` (a ``pyarrow.RecordBatch`` with ``session_id``, ``span_id``, ``replica``,
-    ``start_ns``, ``end_ns``, ``required{i}``, ``wait{i}``, ``known{i}`` and ``known_at_ns``)
-    with the :func:`lookup_fields` columns appended."""
+    """The :func:`lookup_fields` of each read of ``batch`` (a ``pyarrow.RecordBatch`` with the
+    :func:`lookup_inputs` columns), as a ``pyarrow.StructArray``."""
     start = _longs(batch.column("start_ns"))
     end = _longs(batch.column("end_ns"))
     replica = batch.column("replica")
@@ -365,15 +372,12 @@ def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
         added[f"primary{i}"] = lookups.primary[i](start)
         added[f"oldest{i}"] = lookups.oldest[i](low)
     names = lookup_fields(lookups.sources())
-    return pa.RecordBatch.from_arrays(
-        [*batch.columns, *[_arrow(added[n]) for n in names]],
-        names=[*batch.schema.names, *names],
-    )
+    return pa.StructArray.from_arrays([_arrow(added[n]) for n in names], names=names)
 
 
 class _Holder(Protocol):
     """A Spark broadcast variable (or anything with its ``value``): the look-ups, or their
-    pickle (see :class:`BatchLookup`)."""
+    pickle (see :func:`batch_lookup`)."""
 
     @property
     def value(self) -> ReadLookups | bytes: ...
@@ -392,20 +396,24 @@ def _loaded(holder: _Holder) -> ReadLookups:
     return lookups
 
 
-@dataclass(frozen=True, slots=True)
-class BatchLookup:
-    """The function ``DataFrame.mapInArrow`` runs: :func:`look_up_batch` on every batch, with
-    the look-ups from a broadcast variable (read once per Python worker).
+def batch_lookup(
+    holder: _Holder, sources: int
+) -> Callable[[Iterator[tuple[pa.Array, ...]]], Iterator[pa.Array]]:
+    """The function of an Arrow UDF (``pyspark.sql.functions.arrow_udf``, its type told by
+    the annotations): :func:`look_up_batch` on the :func:`lookup_inputs` columns of every
+    batch, with the look-ups from a broadcast variable (read once per Python worker).  Only
+    those columns travel to Python and only the looked-up ones back: Spark keeps the rest.
 
     Spark pickles a broadcast's value with the standard :mod:`pickle`, which names classes
     by module: broadcast as is, :class:`ReadLookups` would make the executors import this
     module from a copy of the project.  Broadcast as bytes pickled by ``cloudpickle`` with
     this module registered by value (:func:`analytics.audit.analyze_reads`), the classes
     travel with the data and the executors need numpy and pyarrow only."""
+    names = lookup_inputs(sources)
 
-    lookups: _Holder
+    def look_up(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        lookups = _loaded(holder)
+        for columns in batches:
+            yield look_up_batch(pa.RecordBatch.from_arrays(list(columns), names=names), lookups)
 
-    def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
-        lookups = _loaded(self.lookups)
-        for batch in batches:
-            yield look_up_batch(batch, lookups)
+    return look_up

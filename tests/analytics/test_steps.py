@@ -18,6 +18,7 @@ from analytics.steps import (
     build_sessions,
     look_up_batch,
     lookup_fields,
+    lookup_inputs,
 )
 
 pa = pytest.importorskip("pyarrow")
@@ -219,11 +220,10 @@ def test_look_up_batch() -> None:
             ]
         ),
     )
+    assert sorted(batch.schema.names) == sorted(lookup_inputs(1))
     out = look_up_batch(batch, lookups)
-    assert out.schema.names == ["span_id", "session_id", "replica", "start_ns", "end_ns",
-                                "required0", "wait0", "known0", "known_at_ns",
-                                *lookup_fields(1)]  # fmt: skip
     assert lookup_fields(1) == ["req0", "low0", "high0", "primary0", "oldest0"]
+    assert [f.name for f in out.type] == lookup_fields(1)
     rows = out.to_pylist()
     # S had written 2 before r1 and r3 (whose level required 3), 8 before r2; T wrote
     #     nothing, r5 has no session.
@@ -241,5 +241,4 @@ def test_look_up_batch() -> None:
         {"req0": None, "low0": None, "high0": None, "primary0": 8, "oldest0": None},
         {"req0": None, "low0": None, "high0": None, "primary0": 5, "oldest0": None},
     ]
-    assert [{k: r[k] for k in lookup_fields(1)} for r in rows] == expected
-    assert [r["span_id"] for r in rows] == ["r1", "r2", "r3", "r4", "r5"]
+    assert rows == expected
