@@ -45,12 +45,12 @@ when the read began (every ``produced`` set, the required sets of ``read_all_wri
 transactions behind, summed over sources; and the age of the oldest missing transaction (the
 earliest traced commit of a GNO above the replica's), the largest over sources.
 
-**How.**  One sort by session (what it had produced before each read), then, without moving
-the reads again, binary searches in step functions (:mod:`analytics.steps`): the evidence and
-the primary's state (past, by the read's start), the observation (future, by the read's end),
-and the oldest missing transaction (on the GNO axis).  The step functions have at most one
-point per lag sample, per write and per primary-state record; they are collected once and
-broadcast.
+**How.**  No sort and no shuffle of the reads: binary searches in step functions
+(:mod:`analytics.steps`): what the read's session had produced before it (along the session's
+order), the evidence and the primary's state (past, by the read's start), the observation
+(future, by the read's end), and the oldest missing transaction (on the GNO axis).  The step
+functions have at most one point per lag sample, per write and per primary-state record; they
+are collected in one pass over the statements (and one over the samples) and broadcast.
 """
 
 from __future__ import annotations
@@ -64,8 +64,9 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark import cloudpickle
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
+from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.types import (
     BooleanType,
     DoubleType,
@@ -78,12 +79,14 @@ from pyspark.sql.types import (
 from analytics import steps
 from analytics.steps import (
     MISSING,
-    BatchLookup,
     Int64s,
     ReadLookups,
     Step,
+    batch_lookup,
     build,
+    build_sessions,
     lookup_fields,
+    lookup_inputs,
 )
 from analytics.transforms import (
     clean_gtid_text,
@@ -109,6 +112,7 @@ __all__ = [
     "primary_state",
     "replica_reads",
     "replica_states",
+    "statement_states",
     "unproven_reason",
     "violation_rows",
 ]
@@ -223,42 +227,38 @@ def _known_before(read: Column) -> Column:
 
 
 def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
-    """One row per read a replica served: its description and, per source ``i``,
-    ``req{i}`` (the highest GNO its session had produced before it began, or its level
-    required, whichever is higher), ``wait{i}`` (what its own satisfied wait on that replica
-    proved executed) and ``known{i}`` (what the router knew that replica had executed, learnt
-    at ``known_at_ns``, before the read began: null otherwise); ``digest_only`` marks a
-    required set recorded only as its digest.
+    """One row per read a replica served: its description, its ``session_id`` and, per source
+    ``i``, ``required{i}`` (the highest GNO its level required), ``wait{i}`` (what its own
+    satisfied wait on that replica proved executed) and ``known{i}`` (what the router knew
+    that replica had executed, learnt at ``known_at_ns``, before the read began: null
+    otherwise); ``digest_only`` marks a required set recorded only as its digest.
 
-    The session's earlier writes come from one sort by session: statements of one session run
-    one after another, so "before it began" is "earlier in the session".  The GTID texts are
-    read into numbers before the sort, so that it moves a few longs per statement; a write
-    carries only what orders it and what it produced."""
+    What the session had produced before the read is looked up afterwards
+    (:class:`analytics.steps.SessionSteps`), so that the reads are never sorted: the GTID
+    texts are read into numbers here, in the scan."""
     read = _replica_read()
-    relevant = statements.where(read | _gtid("gtid_produced").isNotNull())
     own_wait = (F.col("wait_outcome") == "satisfied") & (
         F.col("wait_target") == F.col("route_target")
     )
-    known = _known_before(read)
-    narrow = relevant.select(
+    known = _known_before(F.lit(True))
+    # The description keeps no attribute metadata (the audit's columns are its own).
+    return statements.where(read).select(
         F.col("span_id"),
         F.col("session_id"),
+        F.col("level").alias("level", metadata={}),
+        F.col("route_target").alias("replica", metadata={}),
+        F.col("route_reason").alias("route_reason", metadata={}),
         F.col("start_ns"),
         F.col("end_ns"),
-        read.alias("_read"),
-        F.when(read, F.col("level")).alias("level"),
-        F.when(read, F.col("route_target")).alias("replica"),
-        F.when(read, F.col("route_reason")).alias("route_reason"),
-        F.when(
-            read, _gtid("gtid_required").isNull() & F.col("gtid_required_digest").isNotNull()
-        ).alias("digest_only"),
-        *[_high(_gtid("gtid_produced"), s).alias(f"_produced{i}") for i, s in enumerate(sources)],
+        (_gtid("gtid_required").isNull() & F.col("gtid_required_digest").isNotNull()).alias(
+            "digest_only"
+        ),
         *[
-            F.when(read, _high(_gtid("gtid_required"), s)).alias(f"_required{i}")
-            for i, s in enumerate(sources)
+            _high(_gtid("gtid_required"), s).alias(name)
+            for s, name in zip(sources, _per_source("required", sources), strict=True)
         ],
         *[
-            F.when(read & own_wait, _high(_gtid("wait_set"), s)).alias(name)
+            F.when(own_wait, _high(_gtid("wait_set"), s)).alias(name)
             for s, name in zip(sources, _per_source("wait", sources), strict=True)
         ],
         *[
@@ -266,26 +266,6 @@ def replica_reads(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
             for s, name in zip(sources, _per_source("known", sources), strict=True)
         ],
         F.when(known, F.col("replica_known_at_ns")).alias("known_at_ns"),
-    )
-    # The session's hash first: the sort then compares longs, and strings only on a tie.
-    earlier = (
-        Window.partitionBy(F.xxhash64("session_id"), "session_id")
-        .orderBy("start_ns", "end_ns", "span_id")
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    before = [F.max(f"_produced{i}").over(earlier) for i in range(len(sources))]
-    return (
-        narrow.select(
-            *_NAMES,
-            "_read",
-            "digest_only",
-            *[F.greatest(b, F.col(f"_required{i}")).alias(f"req{i}") for i, b in enumerate(before)],
-            *_per_source("wait", sources),
-            *_per_source("known", sources),
-            "known_at_ns",
-        )
-        .where(F.col("_read"))
-        .drop("_read")
     )
 
 
@@ -304,43 +284,68 @@ def replica_states(lag: DataFrame, sources: Sequence[str]) -> DataFrame:
     )
 
 
-def primary_state(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> DataFrame:
-    """``(at_ns, primary{i}…)``: lower bounds of the primary's executed state: every produced
-    set (at its statement's end), the required sets of ``read_all_writes`` and ``read_latest``
-    statements (made of what the primary reported or a server was known to have executed; at
-    the statement's end) and MariaDB samples' ``@@gtid_binlog_pos`` (at the sample's end)."""
+def _produced() -> Column:
+    return _gtid("gtid_produced")
+
+
+def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
+    """One row per statement that produced a set or that records the primary's state (the
+    required sets of ``read_all_writes`` and ``read_latest`` statements, made of what the
+    primary reported or a server was known to have executed): ``end_ns``, per source ``i``
+    ``produced{i}`` (the highest GNO it produced) and ``primary{i}`` (the highest of its
+    produced and those required sets, a lower bound of the primary's state at its end), and,
+    for a statement that produced a set, the ``session_id``, ``span_id`` and ``start_ns``
+    that order it in its session."""
     from_primary = F.col("level").isin("read_all_writes", "read_latest")
-    texts = statements.where(
-        _gtid("gtid_produced").isNotNull() | (from_primary & _gtid("gtid_required").isNotNull())
-    ).select(
-        F.col("end_ns").alias("at_ns"),
-        F.concat_ws(
-            ",", _gtid("gtid_produced"), F.when(from_primary, _gtid("gtid_required"))
-        ).alias("text"),
-    )
-    binlog = lag.where(F.col("lag_primary_gtid_binlog_pos").isNotNull()).select(
-        F.col("end_ns").alias("at_ns"), F.col("lag_primary_gtid_binlog_pos").alias("text")
-    )
-    return texts.unionByName(binlog).select(
-        "at_ns",
+    wrote = _produced().isNotNull()
+    text = F.concat_ws(",", _produced(), F.when(from_primary, _gtid("gtid_required")))
+    return statements.where(wrote | (from_primary & _gtid("gtid_required").isNotNull())).select(
+        *[F.when(wrote, F.col(c)).alias(c) for c in ("session_id", "span_id", "start_ns")],
+        "end_ns",
         *[
-            _high(F.col("text"), s).alias(name)
+            _high(_produced(), s).alias(name)
+            for s, name in zip(sources, _per_source("produced", sources), strict=True)
+        ],
+        *[
+            _high(text, s).alias(name)
             for s, name in zip(sources, _per_source("primary", sources), strict=True)
         ],
     )
 
 
+def _binlog_states(lag: DataFrame, sources: Sequence[str]) -> DataFrame:
+    """``(at_ns, primary{i}…)`` of MariaDB samples' ``@@gtid_binlog_pos`` (at the sample's
+    end)."""
+    binlog = F.col("lag_primary_gtid_binlog_pos")
+    return lag.where(binlog.isNotNull()).select(
+        F.col("end_ns").alias("at_ns"),
+        *[
+            _high(binlog, s).alias(name)
+            for s, name in zip(sources, _per_source("primary", sources), strict=True)
+        ],
+    )
+
+
+def primary_state(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> DataFrame:
+    """``(at_ns, primary{i}…)``: lower bounds of the primary's executed state: every produced
+    set (at its statement's end), the required sets of ``read_all_writes`` and ``read_latest``
+    statements (at the statement's end, see :func:`statement_states`) and MariaDB samples'
+    ``@@gtid_binlog_pos`` (at the sample's end)."""
+    primary = _per_source("primary", sources)
+    texts = statement_states(statements, sources).select(F.col("end_ns").alias("at_ns"), *primary)
+    return texts.unionByName(_binlog_states(lag, sources))
+
+
 def commits(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
     """``(at_ns, source, high)``: when each produced set's highest GNO per source committed
     (its statement's end)."""
-    writes = statements.where(_gtid("gtid_produced").isNotNull())
     entries = F.array(
         *[
-            F.struct(F.lit(s).alias("source"), _high(_gtid("gtid_produced"), s).alias("high"))
-            for s in sources
+            F.struct(F.lit(s).alias("source"), F.col(name).alias("high"))
+            for s, name in zip(sources, _per_source("produced", sources), strict=True)
         ]
     )
-    return writes.select(
+    return statement_states(statements, sources).select(
         F.col("end_ns").alias("at_ns"), F.inline(F.filter(entries, lambda e: e["high"].isNotNull()))
     )
 
@@ -455,7 +460,8 @@ def _strings(table: Any, name: str) -> list[str | None]:
 def lookups(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> ReadLookups:
     """The step functions of the audit's look-ups (:class:`analytics.steps.ReadLookups`),
     collected to the driver: at most one point per reachable lag sample, per primary-state
-    record (:func:`primary_state`) and per commit (:func:`commits`); 16 bytes each."""
+    record (:func:`primary_state`) and per commit (:func:`commits`), 16 bytes each, and the
+    sessions' writes (:class:`analytics.steps.SessionSteps`)."""
     n = range(len(sources))
     samples = replica_states(lag, sources).toArrow()
     replicas = _strings(samples, "replica")
@@ -469,25 +475,31 @@ def lookups(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> Re
         applied = [_longs(samples, f"applied{i}")[mine] for i in n]
         evidence[name] = tuple(build(ends[mine], a, "past") for a in applied)
         observation[name] = tuple(build(starts[mine], a, "future") for a in applied)
-    primary = primary_state(statements, lag, sources).toArrow()
-    at = _longs(primary, "at_ns")
-    committed = commits(statements, sources).toArrow()
-    commit_at = _longs(committed, "at_ns")
-    commit_high = _longs(committed, "high")
-    commit_source = np.array(_strings(committed, "source"), dtype=object)
+    # One pass over the statements for the primary's state, the commits and the sessions.
+    states = statement_states(statements, sources).toArrow()
+    binlog = _binlog_states(lag, sources).toArrow()
+    at = _longs(states, "end_ns")
+    primary_at = np.concatenate([at, _longs(binlog, "at_ns")])
+    produced = [_longs(states, f"produced{i}") for i in n]
     return ReadLookups(
+        earlier=build_sessions(
+            states.column("session_id"),
+            states.column("start_ns"),
+            states.column("end_ns"),
+            states.column("span_id"),
+            produced,
+        ),
         evidence=evidence,
         observation=observation,
-        primary=tuple(build(at, _longs(primary, f"primary{i}"), "past") for i in n),
-        oldest=tuple(
+        primary=tuple(
             build(
-                commit_high[commit_source == s],
-                commit_at[commit_source == s],
-                "future",
-                inclusive=False,
+                primary_at,
+                np.concatenate([_longs(states, f"primary{i}"), _longs(binlog, f"primary{i}")]),
+                "past",
             )
-            for s in sources
+            for i in n
         ),
+        oldest=tuple(build(high, at, "future", inclusive=False) for high in produced),
     )
 
 
@@ -500,17 +512,24 @@ def analyze_reads(
     (:data:`analytics.schema.STATEMENT`) against the lag samples ``lag``
     (:data:`analytics.schema.LAG_SAMPLE`); ``sources`` from :func:`gtid_sources`, collected.
 
-    The reads are sorted once, by session (:func:`replica_reads`); every look-up along time
-    or GNOs is then a binary search in step functions broadcast to the executors
-    (:func:`lookups`, :class:`analytics.steps.BatchLookup` in ``mapInArrow``), so the reads
-    are not shuffled again and any number of replicas spreads over every core."""
+    The reads are never sorted nor shuffled (:func:`replica_reads`): every look-up, along
+    time, GNOs or a session's order, is a binary search in step functions broadcast to the
+    executors (:func:`lookups`, :func:`analytics.steps.batch_lookup` in an Arrow UDF), so
+    any number of replicas and sessions spreads over every core."""
     reads = replica_reads(statements, sources)
     spark = statements.sparkSession
-    # Pickled here by cloudpickle (this module's classes by value, see BatchLookup): Spark's
+    # Pickled here by cloudpickle (this module's classes by value, see batch_lookup): Spark's
     # own pickling of a broadcast would name them by module, for the executors to import.
     packed = cloudpickle.dumps(lookups(statements, lag, sources))  # type: ignore[no-untyped-call]
     shared = spark.sparkContext.broadcast(packed)
-    added = [StructField(name, LongType()) for name in lookup_fields(len(sources))]
-    looked_up = reads.mapInArrow(BatchLookup(shared), StructType([*reads.schema.fields, *added]))
+    names = lookup_fields(len(sources))
+    found_type = StructType([StructField(name, LongType()) for name in names])
+    # An iterator UDF, as the function's annotations say: PySpark's stubs know only the form
+    # that names it with ``functionType``, which PySpark itself warns against.
+    look_up = arrow_udf(batch_lookup(shared, len(sources)), found_type)  # type: ignore[call-overload]
+    found = look_up(*[F.col(name) for name in lookup_inputs(len(sources))])
+    looked_up = reads.select("*", found.alias("_found")).select(
+        *reads.columns, *[F.col("_found")[name].alias(name) for name in names]
+    )
     judged = judge(looked_up, sources)
     return ReadAnalysis(judged, violation_rows(judged))

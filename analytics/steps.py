@@ -5,11 +5,13 @@ a step function of ``t``: the events sorted by ``t`` with a running maximum.  Lo
 for many queries at once is one binary search each (:func:`numpy.searchsorted`) over arrays
 built once: no sort of the queries, no shuffle.  The same holds backwards ("the lowest value
 among the events at or after ``t``": a running minimum from the end), and on any other
-ordered axis (the GNO axis: "the earliest commit of a GNO above ``n``").
+ordered axis (the GNO axis: "the earliest commit of a GNO above ``n``").  Per session, the
+highest GNO its statements had produced before a given statement is one such function too,
+along the session's order (:class:`SessionSteps`).
 
 A missing value is :data:`MISSING` in both directions (integers have no NaN), and a null
-in Arrow.  :class:`BatchLookup` applies the audit's look-ups to Arrow record batches
-(``DataFrame.mapInArrow``).  The module needs numpy and pyarrow only, so that Spark ships it
+in Arrow.  :func:`batch_lookup` applies the audit's look-ups to Arrow record batches (an
+Arrow UDF).  The module needs numpy and pyarrow only, so that Spark ships it
 to executors by value (:func:`analytics.audit.analyze_reads`): they need no copy of the
 project.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
@@ -29,14 +31,17 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 __all__ = [
     "MISSING",
-    "BatchLookup",
     "Direction",
     "Int64s",
     "ReadLookups",
+    "SessionSteps",
     "Step",
+    "batch_lookup",
     "build",
+    "build_sessions",
     "look_up_batch",
     "lookup_fields",
+    "lookup_inputs",
 ]
 
 Int64s = npt.NDArray[np.int64]
@@ -103,6 +108,166 @@ def build(keys: Int64s, values: Int64s, direction: Direction, *, inclusive: bool
     )
 
 
+# --- per session, along the session's order --------------------------------------------------
+
+Bools = npt.NDArray[np.bool_]
+
+
+def _whole(column: Any) -> Any:
+    """An Arrow column as one array (a table's columns come in chunks)."""
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _order_key(column: Any) -> tuple[Bools, Int64s]:
+    """An Arrow integer column as a sort key, nulls first: ``(known, value)`` with ``value``
+    0 where unknown, so that two nulls compare equal."""
+    known: Bools = pc.is_valid(column).to_numpy(zero_copy_only=False)
+    value: Int64s = (
+        pc.fill_null(column.cast(pa.int64()), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    )
+    return known, value
+
+
+def _running_max_by_segment(values: Int64s, segments: Int64s) -> Int64s:
+    """The running maximum of ``values`` restarted at each segment (``segments`` ascending),
+    in one pass: each value is replaced by its rank, offset by its segment's number times the
+    number of ranks, so that a segment's numbers all exceed the one before's."""
+    if values.size == 0:
+        return values
+    distinct, rank = np.unique(values, return_inverse=True)
+    width = np.int64(distinct.size)
+    offset = segments * width
+    running = np.maximum.accumulate(offset + rank.reshape(-1)) - offset
+    highest: Int64s = distinct[running]
+    return highest
+
+
+def _before(
+    known: Bools, value: Int64s, query_known: Bools, query_value: Int64s
+) -> tuple[Bools, Bools]:
+    """Per element, whether the key ``(known, value)`` sorts before the query's (nulls
+    first), and whether it equals it."""
+    same_known = known == query_known
+    less = (known < query_known) | (same_known & (value < query_value))
+    return less, same_known & (value == query_value)
+
+
+def _text_before(left: str | None, right: str | None) -> bool:
+    """Whether ``left`` sorts before ``right``, nulls first.  Python orders text by code
+    point, which is the byte order of UTF-8 that Spark sorts strings by."""
+    if left is None or right is None:
+        return left is None and right is not None
+    return left < right
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSteps:
+    """Per session, the highest GNO per source its statements had produced before a given
+    statement, in the order Spark's ``Window.partitionBy(session_id).orderBy(start_ns,
+    end_ns, span_id)`` gives (ascending, nulls first; a null session is a session too).
+
+    The producing statements are sorted by session, then by that order; ``highs[i]`` is the
+    running maximum of source ``i`` within the session.  A statement's look-up is a binary
+    search within its session (``segments``: the session's first and past-last positions) for
+    the statements strictly before it; the span ids, kept as Arrow text, are read only when
+    the times tie."""
+
+    segments: dict[str | None, tuple[int, int]]
+    start_known: Bools
+    start: Int64s
+    end_known: Bools
+    end: Int64s
+    span: Any
+    highs: tuple[Int64s, ...]
+
+    def _earlier(self, batch: Any, first: Int64s, last: Int64s) -> Int64s:
+        """Per statement of ``batch``, the position past the last producing statement of its
+        session (between ``first`` and ``last``) that sorts strictly before it."""
+        start_known, start = _order_key(batch.column("start_ns"))
+        end_known, end = _order_key(batch.column("end_ns"))
+        span = batch.column("span_id")
+        low, high = first.copy(), last.copy()
+        while True:
+            active = np.flatnonzero(low < high)
+            if active.size == 0:
+                return low
+            middle = (low[active] + high[active]) // 2
+            less, same = _before(
+                self.start_known[middle], self.start[middle],
+                start_known[active], start[active],
+            )  # fmt: skip
+            less_end, same_end = _before(
+                self.end_known[middle], self.end[middle], end_known[active], end[active]
+            )
+            less |= same & less_end
+            for k in np.flatnonzero(same & same_end):
+                written = self.span[int(middle[k])].as_py()
+                less[k] = _text_before(written, span[int(active[k])].as_py())
+            low[active] = np.where(less, middle + 1, low[active])
+            high[active] = np.where(less, high[active], middle)
+
+    def __call__(self, batch: Any) -> tuple[Int64s, ...]:
+        """Per source, for each statement of ``batch`` (a ``pyarrow.RecordBatch`` with
+        ``session_id``, ``start_ns``, ``end_ns`` and ``span_id``): the highest GNO its
+        session had produced before it (:data:`MISSING`: none)."""
+        sessions = pc.dictionary_encode(batch.column("session_id"), null_encoding="encode")
+        bounds = [self.segments.get(s, (0, 0)) for s in sessions.dictionary.to_pylist()]
+        table = np.array(bounds, dtype=np.int64).reshape(-1, 2)
+        which = sessions.indices.to_numpy(zero_copy_only=False)
+        first, last = table[which, 0], table[which, 1]
+        after = self._earlier(batch, first, last)
+        found = after > first
+        index = np.where(found, after - 1, 0)
+        return tuple(np.where(found, high[index], MISSING) for high in self.highs)
+
+
+def build_sessions(
+    session: Any, start: Any, end: Any, span: Any, produced: Sequence[Int64s]
+) -> SessionSteps:
+    """The :class:`SessionSteps` of statements (Arrow columns ``session``, ``start``,
+    ``end``, ``span``) that produced ``produced[i]`` (per source, :data:`MISSING`: nothing);
+    statements that produced nothing are left out."""
+    session, start, end, span = (_whole(c) for c in (session, start, end, span))
+    keep = np.zeros(len(session), dtype=bool)
+    for values in produced:
+        keep |= values != MISSING
+    chosen = pa.array(np.flatnonzero(keep))
+    session, start, end, span = (c.take(chosen) for c in (session, start, end, span))
+    codes = pc.dictionary_encode(session, null_encoding="encode")
+    segment = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    start_known, start_value = _order_key(start)
+    end_known, end_value = _order_key(end)
+    # Text orders as bytes in Arrow as in Spark; the null span ids first.
+    span_rank = pc.rank(pc.fill_null(span, ""), tiebreaker="dense")
+    order = np.lexsort(
+        (
+            span_rank.to_numpy(zero_copy_only=False),
+            pc.is_valid(span).to_numpy(zero_copy_only=False),
+            end_value,
+            end_known,
+            start_value,
+            start_known,
+            segment,
+        )
+    )
+    segment = segment[order]
+    counts = np.bincount(segment, minlength=len(codes.dictionary))
+    ends = np.cumsum(counts)
+    segments = {
+        name: (int(stop - count), int(stop))
+        for name, count, stop in zip(codes.dictionary.to_pylist(), counts, ends, strict=True)
+    }
+    return SessionSteps(
+        segments=segments,
+        start_known=np.ascontiguousarray(start_known[order]),
+        start=np.ascontiguousarray(start_value[order]),
+        end_known=np.ascontiguousarray(end_known[order]),
+        end=np.ascontiguousarray(end_value[order]),
+        span=span.take(pa.array(order)),
+        highs=tuple(_running_max_by_segment(values[keep][order], segment) for values in produced),
+    )
+
+
 # --- the audit's look-ups over record batches -------------------------------------------------
 
 
@@ -111,6 +276,7 @@ class ReadLookups:
     """Everything the audit looks up per read, per source ``i`` (the step functions are
     small: one point per lag sample, per write and per primary-state record):
 
+    * ``earlier``: what the read's session had produced before it;
     * ``evidence[replica][i]``: the replica's highest applied GNO by time (past, by the
       samples' ends);
     * ``observation[replica][i]``: its lowest applied GNO from a time on (future, by the
@@ -119,6 +285,7 @@ class ReadLookups:
     * ``oldest[i]``: on the GNO axis, the earliest commit of a GNO strictly above a value.
     """
 
+    earlier: SessionSteps
     evidence: dict[str, tuple[Step, ...]]
     observation: dict[str, tuple[Step, ...]]
     primary: tuple[Step, ...]
@@ -129,12 +296,16 @@ class ReadLookups:
 
 
 def lookup_fields(sources: int) -> list[str]:
-    """The columns :func:`look_up_batch` adds, per source ``i``: ``low{i}`` (what the replica
-    had executed when the read began: the evidence, the read's own wait ``wait{i}``, or what
-    the router knew ``known{i}`` unless a sample contradicts it, see :func:`look_up_batch`),
-    ``high{i}`` (the observation after it ended), ``primary{i}`` and ``oldest{i}`` (when the
-    first transaction above ``low{i}`` committed)."""
-    return [f"{name}{i}" for i in range(sources) for name in ("low", "high", "primary", "oldest")]
+    """The columns :func:`look_up_batch` adds, per source ``i``: ``req{i}`` (what the read
+    required: the highest GNO its session had produced before it, or ``required{i}``, what its
+    level required, whichever is higher), ``low{i}`` (what the replica had executed when the
+    read began: the evidence, the read's own wait ``wait{i}``, or what the router knew
+    ``known{i}`` unless a sample contradicts it, see :func:`look_up_batch`), ``high{i}`` (the
+    observation after it ended), ``primary{i}`` and ``oldest{i}`` (when the first transaction
+    above ``low{i}`` committed)."""
+    return [
+        f"{name}{i}" for i in range(sources) for name in ("req", "low", "high", "primary", "oldest")
+    ]
 
 
 def _longs(column: Any) -> Int64s:
@@ -165,10 +336,16 @@ def _credible_known(
     return credible
 
 
+def lookup_inputs(sources: int) -> list[str]:
+    """The columns :func:`look_up_batch` reads, in the order :func:`batch_lookup`'s function
+    takes them."""
+    per_source = [f"{name}{i}" for name in ("required", "wait", "known") for i in range(sources)]
+    return ["session_id", "span_id", "replica", "start_ns", "end_ns", *per_source, "known_at_ns"]
+
+
 def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
-    """``batch`` (a ``pyarrow.RecordBatch`` with ``replica``, ``start_ns``, ``end_ns``,
-    ``wait{i}``, ``known{i}`` and ``known_at_ns``) with the :func:`lookup_fields` columns
-    appended."""
+    """The :func:`lookup_fields` of each read of ``batch`` (a ``pyarrow.RecordBatch`` with the
+    :func:`lookup_inputs` columns), as a ``pyarrow.StructArray``."""
     start = _longs(batch.column("start_ns"))
     end = _longs(batch.column("end_ns"))
     replica = batch.column("replica")
@@ -177,8 +354,10 @@ def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
         for name in lookups.evidence
     }
     credible = _credible_known(batch, lookups, masks, start.shape)
+    earlier = lookups.earlier(batch)
     added: dict[str, Any] = {}
     for i in range(lookups.sources()):
+        added[f"req{i}"] = np.maximum(earlier[i], _longs(batch.column(f"required{i}")))
         evidence = np.full(start.shape, MISSING, dtype=np.int64)
         observed = np.full(start.shape, MISSING, dtype=np.int64)
         for name, mask in masks.items():
@@ -193,15 +372,12 @@ def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
         added[f"primary{i}"] = lookups.primary[i](start)
         added[f"oldest{i}"] = lookups.oldest[i](low)
     names = lookup_fields(lookups.sources())
-    return pa.RecordBatch.from_arrays(
-        [*batch.columns, *[_arrow(added[n]) for n in names]],
-        names=[*batch.schema.names, *names],
-    )
+    return pa.StructArray.from_arrays([_arrow(added[n]) for n in names], names=names)
 
 
 class _Holder(Protocol):
     """A Spark broadcast variable (or anything with its ``value``): the look-ups, or their
-    pickle (see :class:`BatchLookup`)."""
+    pickle (see :func:`batch_lookup`)."""
 
     @property
     def value(self) -> ReadLookups | bytes: ...
@@ -220,20 +396,24 @@ def _loaded(holder: _Holder) -> ReadLookups:
     return lookups
 
 
-@dataclass(frozen=True, slots=True)
-class BatchLookup:
-    """The function ``DataFrame.mapInArrow`` runs: :func:`look_up_batch` on every batch, with
-    the look-ups from a broadcast variable (read once per Python worker).
+def batch_lookup(
+    holder: _Holder, sources: int
+) -> Callable[[Iterator[tuple[pa.Array, ...]]], Iterator[pa.Array]]:
+    """The function of an Arrow UDF (``pyspark.sql.functions.arrow_udf``, its type told by
+    the annotations): :func:`look_up_batch` on the :func:`lookup_inputs` columns of every
+    batch, with the look-ups from a broadcast variable (read once per Python worker).  Only
+    those columns travel to Python and only the looked-up ones back: Spark keeps the rest.
 
     Spark pickles a broadcast's value with the standard :mod:`pickle`, which names classes
     by module: broadcast as is, :class:`ReadLookups` would make the executors import this
     module from a copy of the project.  Broadcast as bytes pickled by ``cloudpickle`` with
     this module registered by value (:func:`analytics.audit.analyze_reads`), the classes
     travel with the data and the executors need numpy and pyarrow only."""
+    names = lookup_inputs(sources)
 
-    lookups: _Holder
+    def look_up(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        lookups = _loaded(holder)
+        for columns in batches:
+            yield look_up_batch(pa.RecordBatch.from_arrays(list(columns), names=names), lookups)
 
-    def __call__(self, batches: Iterable[Any]) -> Iterator[Any]:
-        lookups = _loaded(self.lookups)
-        for batch in batches:
-            yield look_up_batch(batch, lookups)
+    return look_up

@@ -159,9 +159,21 @@ def read_spans(spark: SparkSession, inputs: Sequence[str]) -> DataFrame:
     return explode_requests(read_requests(spark, resolve_inputs(inputs)))
 
 
-def write_parquet(frame: DataFrame, path: str | Path, partition_by: Sequence[str] = ()) -> None:
-    """Write ``frame`` as Parquet at ``path``, replacing what was there."""
+def write_parquet(
+    frame: DataFrame,
+    path: str | Path,
+    partition_by: Sequence[str] = (),
+    *,
+    without_dictionary: Sequence[str] = (),
+) -> None:
+    """Write ``frame`` as Parquet at ``path``, replacing what was there.  The columns named in
+    ``without_dictionary`` are encoded plain: for values nearly all distinct (span ids) Parquet
+    fills a dictionary page per column chunk only to give it up, and for very many (the
+    session ids of a long trace) the dictionary saves a few percent of the file for more work
+    than the rest of the column's encoding."""
     writer = frame.write.mode("overwrite").option("compression", "snappy")
+    for name in without_dictionary:
+        writer = writer.option(f"parquet.enable.dictionary#{name}", "false")
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.parquet(str(path))

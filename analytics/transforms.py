@@ -16,6 +16,7 @@ domain, its sequence number is at least as high.
 from __future__ import annotations
 
 import re
+from functools import reduce
 from typing import Final
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
@@ -341,25 +342,69 @@ def _count(condition: Column) -> Column:
     return F.count(F.when(condition, F.lit(1))).cast(LongType())
 
 
-def sessionize(statements: DataFrame) -> DataFrame:
-    """One row per session (:data:`SESSION`): the level of its first statement, its first
-    start and last end, statement, read, replica-read and write counts, and the first reason
-    it was pinned to the primary (null when never)."""
+def _firsts() -> dict[str, Column]:
+    """The statements whose value a session takes from its first one: any (its service),
+    those with a level (its level), the pinned ones (its pin reason)."""
+    return {
+        "any": F.lit(True),
+        "level": F.col("level").isNotNull(),
+        "pinned": F.col("route_reason") == "pinned",
+    }
+
+
+def _session_totals(statements: DataFrame) -> DataFrame:
+    """Per session (``_session``): its bounds and counts, and per kind of :func:`_firsts`
+    where the first statement of that kind may be: ``_unstarted_{kind}`` (one has no start,
+    and nulls sort first) and ``_earliest_{kind}`` (the earliest start).  Numbers only, so
+    that Spark aggregates them by hash."""
     is_read = F.col("statement_kind") == "read"
-    first = F.struct("start_ns", "end_ns", "span_id")
-    pinned = F.when(
-        F.col("route_reason") == "pinned",
-        F.struct(first.alias("at"), F.col("route_pinned_reason").alias("why")),
-    )
-    grouped = statements.groupBy("session_id").agg(
-        F.min_by("service_name", first).alias("service_name"),
-        F.min_by("level", F.when(F.col("level").isNotNull(), first)).alias("level"),
+    start = F.col("start_ns")
+    kinds = _firsts()
+    return statements.groupBy(F.col("session_id").alias("_session")).agg(
         F.min("start_ns").alias("first_ns"),
         F.max("end_ns").alias("last_ns"),
         F.count(F.lit(1)).cast(LongType()).alias("statements"),
         _count(is_read).alias("reads"),
         _count(is_read & (F.col("route_role") == "replica")).alias("replica_reads"),
         _count(F.col("gtid_produced_count") > 0).alias("writes"),
+        *[F.max(F.when(c, start.isNull())).alias(f"_unstarted_{k}") for k, c in kinds.items()],
+        *[F.min(F.when(c, start)).alias(f"_earliest_{k}") for k, c in kinds.items()],
+    )
+
+
+def _may_be_first(kind: str, of_kind: Column) -> Column:
+    """A statement of ``kind`` that starts where its session's first of that kind does."""
+    start = F.col("start_ns")
+    at_start = F.when(F.col(f"_unstarted_{kind}"), start.isNull()).otherwise(
+        start == F.col(f"_earliest_{kind}")
+    )
+    return of_kind & at_start
+
+
+def sessionize(statements: DataFrame) -> DataFrame:
+    """One row per session (:data:`SESSION`): the level of its first statement, its first
+    start and last end, statement, read, replica-read and write counts, and the first reason
+    it was pinned to the primary (null when never).
+
+    "First" is in session order (start, end, span id; nulls first).  The bounds and counts
+    are aggregated by hash (:func:`_session_totals`, broadcast); only the statements that
+    start where a session's first of some kind does are then ordered, which spares a sort of
+    every statement by session."""
+    first = F.struct("start_ns", "end_ns", "span_id")
+    kinds = _firsts()
+    pinned = F.when(
+        kinds["pinned"],
+        F.struct(first.alias("at"), F.col("route_pinned_reason").alias("why")),
+    )
+    totals = _session_totals(statements)
+    candidates = statements.join(
+        F.broadcast(totals), F.col("session_id").eqNullSafe(F.col("_session"))
+    ).where(reduce(lambda a, b: a | b, [_may_be_first(k, c) for k, c in kinds.items()]))
+    counted = ("first_ns", "last_ns", "statements", "reads", "replica_reads", "writes")
+    grouped = candidates.groupBy("session_id").agg(
+        F.min_by("service_name", first).alias("service_name"),
+        F.min_by("level", F.when(kinds["level"], first)).alias("level"),
+        *[F.max(name).alias(name) for name in counted],
         F.min(pinned)["why"].alias("pin_reason"),
     )
     return grouped.select(*[field.name for field in SESSION.fields])

@@ -27,7 +27,9 @@ def run(spark: SparkSession, layout: Layout, settings: JobSettings) -> None:
     lag = read("lag_samples")
     sources = sorted(row["source"] for row in audit.gtid_sources(statements, lag).collect())
     found = audit.analyze_reads(statements, lag, sources)
-    storage.write_parquet(found.reads, layout.table("read_audit"))
+    storage.write_parquet(
+        found.reads, layout.table("read_audit"), without_dictionary=("span_id", "session_id")
+    )
     checked = read("read_audit")
     storage.write_parquet(audit.violation_rows(checked), layout.table("violations"))
     storage.write_parquet(metrics.read_summary(checked), layout.table("read_summary"))

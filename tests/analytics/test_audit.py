@@ -102,26 +102,27 @@ def test_gtid_sources(spark: SparkSession) -> None:
     assertDataFrameEqual(found, [Row(source=s) for s in (U, "0", "2", "3")])
 
 
-def test_replica_reads_carry_the_sessions_earlier_writes_and_their_own_wait(
+def test_replica_reads_carry_their_levels_requirement_and_their_own_wait(
     spark: SparkSession,
 ) -> None:
     reads = audit.replica_reads(_statements(spark), [U])
-    out = struct(("span_id", StringType()), ("req0", LongType()), ("wait0", LongType()))
-    # r1, r2: E wrote 5 before; r3: O wrote 7, and its wait on R2 (its own replica) proved 7;
-    # r4: O wrote 7 (r3's wait was on another read); r5, r6: nothing written, nothing required.
+    out = struct(("span_id", StringType()), ("required0", LongType()), ("wait0", LongType()))
+    # r3: O's level required 7, and its wait on R2 (its own replica) proved 7; r4: required
+    # 7 (r3's wait was on another read); the others required nothing (what their sessions
+    # wrote is looked up afterwards).
     expected = frame(
         spark,
         out,
         [
-            {"span_id": "r1", "req0": 5},
-            {"span_id": "r2", "req0": 5},
-            {"span_id": "r3", "req0": 7, "wait0": 7},
-            {"span_id": "r4", "req0": 7},
+            {"span_id": "r1"},
+            {"span_id": "r2"},
+            {"span_id": "r3", "required0": 7, "wait0": 7},
+            {"span_id": "r4", "required0": 7},
             {"span_id": "r5"},
             {"span_id": "r6"},
         ],
     )
-    assertDataFrameEqual(reads.select("span_id", "req0", "wait0"), expected)
+    assertDataFrameEqual(reads.select("span_id", "required0", "wait0"), expected)
     digests = {r["span_id"] for r in reads.where("digest_only").collect()}
     assert digests == {"r5"}
 

@@ -59,3 +59,18 @@ def test_traces_without_statements_are_refused_after_ingest(
     traces.write_bytes(REQUEST)
     with pytest.raises(InterfaceError, match="hold no statement spans"):
         ingest.run(spark, [str(traces)], Layout(tmp_path / "out"))
+
+
+def test_columns_written_without_a_dictionary(spark: SparkSession, tmp_path: Path) -> None:
+    """The columns named are encoded plain even where a dictionary would pay (a few values
+    repeated), the others as Parquet chooses; what is read back is what was written."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = [(f"value{i % 3}", f"value{i % 3}") for i in range(100)]
+    written = spark.createDataFrame(rows, "plain string, chosen string").coalesce(1)
+    storage.write_parquet(written, tmp_path / "t", without_dictionary=("plain",))
+    (path,) = (tmp_path / "t").glob("*.parquet")
+    chunk = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {chunk.column(i).path_in_schema: chunk.column(i).encodings for i in range(2)}
+    assert not any("DICTIONARY" in e for e in encodings["plain"])
+    assert any("DICTIONARY" in e for e in encodings["chosen"])
+    assert sorted(spark.read.parquet(str(tmp_path / "t")).collect()) == sorted(written.collect())

@@ -393,3 +393,39 @@ def test_sequence_sessions_and_sessionize(spark: SparkSession) -> None:
         ],
     )  # fmt: skip
     assertDataFrameEqual(sessions, expected)
+
+
+def test_sessionize_takes_each_first_in_session_order(spark: SparkSession) -> None:
+    """The first statement, the first with a level and the first pinned one are each found
+    in session order (start, end, span id, nulls first), in the null session too."""
+    read = {"statement_kind": "read", "route_role": "primary"}
+    rows = [
+        # s3: two statements without a start come first, C (ends at 40) before A (at 50).
+        {"session_id": "s3", "span_id": "m", "start_ns": None, "end_ns": 50,
+         "service_name": "svc-a", "route_reason": "pinned", "route_pinned_reason": "p-a", **read},
+        {"session_id": "s3", "span_id": "a", "start_ns": 1, "end_ns": 2,
+         "service_name": "svc-b", "level": "eventual", **read},
+        {"session_id": "s3", "span_id": "z", "start_ns": None, "end_ns": 40,
+         "service_name": "svc-c", "level": "read_latest", **read},
+        # The null session: all start at 10; by end then span id: a, c, then b.
+        {"span_id": "b", "start_ns": 10, "end_ns": 20, "service_name": "x", "level": "eventual",
+         **read},
+        {"span_id": "c", "start_ns": 10, "end_ns": 15, "service_name": "y",
+         "route_reason": "pinned", "route_pinned_reason": "r2", **read},
+        {"span_id": "a", "start_ns": 10, "end_ns": 15, "service_name": "z",
+         "route_reason": "pinned", "route_pinned_reason": "r1", **read},
+    ]  # fmt: skip
+    sessions = transforms.sessionize(frame(spark, schema.STATEMENT, rows))
+    expected = frame(
+        spark,
+        transforms.SESSION,
+        [
+            {"session_id": "s3", "service_name": "svc-c", "level": "read_latest",
+             "first_ns": 1, "last_ns": 50, "statements": 3, "reads": 3, "replica_reads": 0,
+             "writes": 0, "pin_reason": "p-a"},
+            {"session_id": None, "service_name": "z", "level": "eventual", "first_ns": 10,
+             "last_ns": 20, "statements": 3, "reads": 3, "replica_reads": 0, "writes": 0,
+             "pin_reason": "r1"},
+        ],
+    )  # fmt: skip
+    assertDataFrameEqual(sessions, expected)
