@@ -67,7 +67,6 @@ from consistent.policy.driver import (
     wait_query,
 )
 from consistent.policy.roles import OnSplitBrain, SharedRoles
-from consistent.protocol.session_state import ok_tail_gtid_text
 from consistent.telemetry import (
     NOOP_SPAN,
     NOOP_TRACER,
@@ -444,7 +443,7 @@ class SessionCore:
             if name == PRIMARY:
                 # Acknowledged to the process now, before the statement returns: a
                 # read_all_writes read of any session that begins after it must see it.
-                self._acknowledged.note_tail(tail, self._flavor_name, ok_tail_gtid_text)
+                self._acknowledged.note_tail(tail, self._flavor_name)
             if pending.add_tail(name, tail):
                 self._drain()
             return

@@ -31,18 +31,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
 from typing import Final
 
 from consistent.errors import MalformedGtid, MalformedGtidSet, RemoteProtocolError
 from consistent.gtid import GtidState, MariaGtid, MariaPosition
 from consistent.policy.states import FlavorName, merge, parse_state, parse_tracked
+from consistent.protocol.session_state import ok_tail_gtid_text
 
-__all__ = ["TEXT_BATCH", "AcknowledgedWrites", "TailDecoder", "process_acknowledged"]
-
-#: Reads the GTID text out of an OK packet's tail (``None``: it carries none); raises
-#: :class:`~consistent.errors.RemoteProtocolError` on malformed bytes.
-TailDecoder = Callable[[bytes], "str | None"]
+__all__ = ["TEXT_BATCH", "AcknowledgedWrites", "process_acknowledged"]
 
 #: Raw texts kept before they are parsed anyway (bounds memory when nothing reads the state).
 TEXT_BATCH: Final = 256
@@ -60,9 +56,8 @@ class AcknowledgedWrites:
         self._text_flavor: FlavorName = "mysql"
         # MariaDB GTIDs noted since the last parse: the highest (seq_no, server_id) per domain.
         self._tops: dict[int, tuple[int, int]] = {}
-        # OK packets' tails not decoded yet, and how to decode them.
+        # OK packets' tails not decoded yet.
         self._tails: list[bytes] = []
-        self._decode: TailDecoder | None = None
 
     def add(self, state: GtidState) -> None:
         """The primary reported ``state`` in an OK packet (of any session)."""
@@ -93,14 +88,13 @@ class AcknowledgedWrites:
         if top is None or seq_no > top[0] or (seq_no == top[0] and server_id > top[1]):
             tops[domain] = (seq_no, server_id)
 
-    def note_tail(self, tail: bytes, flavor: FlavorName, decode: TailDecoder) -> None:
-        """An OK packet's raw tail (the bytes after its warning count), which ``decode``
-        turns into the tracker's text in ``flavor``'s syntax when the state is next read (or
-        once :data:`TEXT_BATCH` tails are waiting).  A tail that does not decode is
+    def note_tail(self, tail: bytes, flavor: FlavorName) -> None:
+        """An OK packet's raw tail (the bytes after its warning count), whose tracker text in
+        ``flavor``'s syntax is decoded when the state is next read (or once
+        :data:`TEXT_BATCH` tails are waiting).  A tail that does not decode is
         skipped: the session that received it reports it."""
         with self._lock:
             self._text_flavor = flavor
-            self._decode = decode
             tails = self._tails
             tails.append(tail)
             if len(tails) >= TEXT_BATCH:
@@ -136,7 +130,7 @@ class AcknowledgedWrites:
         # without the lock and must never see neither.
         flavor = self._text_flavor
         if self._tails:  # the tails stay until the state includes them
-            for text in _decoded(self._tails, self._decode):
+            for text in _decoded(self._tails):
                 self._keep(text, flavor)
         texts = self._texts
         state = self._state
@@ -160,14 +154,12 @@ class AcknowledgedWrites:
         self._tails = []
 
 
-def _decoded(tails: list[bytes], decode: TailDecoder | None) -> list[str]:
+def _decoded(tails: list[bytes]) -> list[str]:
     """The GTID texts ``tails`` carry (tails with none, or that do not decode, give none)."""
     texts: list[str] = []
-    if decode is None:
-        return texts
     for tail in tails:
         try:
-            text = decode(tail)
+            text = ok_tail_gtid_text(tail)
         except RemoteProtocolError:
             continue
         if text is not None:

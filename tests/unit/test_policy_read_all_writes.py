@@ -40,7 +40,6 @@ from consistent.protocol.session_state import (
     Schema,
     SystemVariable,
     build_session_state,
-    ok_tail_gtid_text,
 )
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -249,13 +248,13 @@ def _mysql_tail(text: str) -> bytes:
 def test_ok_tails_are_decoded_when_read_or_in_batches() -> None:
     shared = AcknowledgedWrites()
     for n in range(1, TEXT_BATCH):
-        shared.note_tail(_mysql_tail(f"{A}:{n}"), "mysql", ok_tail_gtid_text)
+        shared.note_tail(_mysql_tail(f"{A}:{n}"), "mysql")
     assert shared._tails  # nothing decoded yet
     assert shared._state is None
     assert shared.state() == gs(f"{A}:1-{TEXT_BATCH - 1}")  # a read decodes them all
     assert not shared._tails
     for n in range(TEXT_BATCH, 2 * TEXT_BATCH):
-        shared.note_tail(_mysql_tail(f"{A}:{n}"), "mysql", ok_tail_gtid_text)
+        shared.note_tail(_mysql_tail(f"{A}:{n}"), "mysql")
     assert not shared._tails  # a full batch is decoded at once
     assert shared._state == gs(f"{A}:1-{2 * TEXT_BATCH - 1}")
 
@@ -270,9 +269,9 @@ def test_ok_tails_keep_the_highest_mariadb_gtid_and_skip_what_does_not_decode() 
         pack_lenenc_bytes(b"") + pack_lenenc_bytes(build_session_state([Schema("db")])),
         _mariadb_tail("3-2-1"),
     ):
-        shared.note_tail(tail, "mariadb", ok_tail_gtid_text)
+        shared.note_tail(tail, "mariadb")
     assert shared.state() == mp("0-1-9,3-2-1")
-    shared.note_tail(_mariadb_tail("0-1-10"), "mariadb", ok_tail_gtid_text)
+    shared.note_tail(_mariadb_tail("0-1-10"), "mariadb")
     shared.forget()
     assert shared.state() is None  # forgotten, undecoded tails included
 
