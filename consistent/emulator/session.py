@@ -875,12 +875,15 @@ class Session:
             listener(self)
 
     def abort(self) -> None:
-        """The server died under this session (restart without shutdown)."""
+        """The server died under this session (restart without shutdown): its client
+        connection is dropped, as a crashed mysqld's are."""
         self.closed = True
         try:
             self.store.conn.close()
         except sqlite3.Error:
             logger.debug("closing session connection failed", exc_info=True)
+        for listener in self._close_listeners:
+            listener(self)
 
 
 def _after_first(sql: str, statements: list[Statement]) -> str:

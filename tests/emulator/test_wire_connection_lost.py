@@ -7,32 +7,44 @@ import asyncio
 import logging
 import threading
 import time
+from typing import Any, cast
 
 import pymysql
 import pytest
 
 from consistent.emulator.wire import EmulatorThread
+from consistent.emulator.wire.transport import PacketProtocol
+
+
+class _LosingTransport:
+    """A transport whose connection is lost once ``lost`` is set: what is written then never
+    reaches the client, and writing raises as a reset socket does."""
+
+    def __init__(self, transport: asyncio.Transport, lost: threading.Event) -> None:
+        self._transport = transport
+        self._lost = lost
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._lost.is_set():
+            raise ConnectionResetError("Connection lost")
+        self._transport.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def test_a_connection_lost_while_answering_ends_quietly(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     lost = threading.Event()
-    write = asyncio.StreamWriter.write
-    drain = asyncio.StreamWriter.drain
+    connection_made = PacketProtocol.connection_made
 
-    def lost_write(self: asyncio.StreamWriter, data: bytes | bytearray | memoryview) -> None:
-        # A lost connection delivers nothing: the answer must not reach the client.
-        if not lost.is_set():
-            write(self, data)
+    def losing_connection_made(self: PacketProtocol, transport: asyncio.BaseTransport) -> None:
+        connection_made(self, transport)
+        assert self.transport is not None
+        self.transport = cast(asyncio.Transport, _LosingTransport(self.transport, lost))
 
-    async def failing_drain(self: asyncio.StreamWriter) -> None:
-        if lost.is_set():
-            raise ConnectionResetError("Connection lost")
-        await drain(self)
-
-    monkeypatch.setattr(asyncio.StreamWriter, "write", lost_write)
-    monkeypatch.setattr(asyncio.StreamWriter, "drain", failing_drain)
+    monkeypatch.setattr(PacketProtocol, "connection_made", losing_connection_made)
     caplog.set_level(logging.DEBUG, logger="consistent.emulator")
     with EmulatorThread() as emu:
         conn = pymysql.connect(host="127.0.0.1", port=emu.port, user="root", read_timeout=10)

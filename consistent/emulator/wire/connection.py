@@ -43,7 +43,6 @@ from consistent.protocol.commands import (
     parse_field_list,
     parse_init_db,
     parse_process_kill,
-    parse_query,
     parse_set_option,
     parse_stmt_close,
     parse_stmt_fetch,
@@ -85,9 +84,6 @@ class ConnectionHost(Protocol):
 
     @property
     def config(self) -> WireConfig: ...
-
-    def reap(self) -> None:
-        """Close idle connections whose session the engine closed (``KILL`` from elsewhere)."""
 
 
 @dataclass(slots=True)
@@ -267,7 +263,7 @@ class Connection:
                 idle_raw = raw
                 idle = self._limit("wait_timeout", config.wait_timeout)
             try:
-                payload = await self.stream.read_command(idle)
+                payload = await self.stream.read(idle, command=True)
             except TimeoutError:
                 logger.info("connection %d: idle longer than wait_timeout", self.connection_id)
                 await self._send_quietly(wire_error(ER.CLIENT_INTERACTION_TIMEOUT))
@@ -280,7 +276,6 @@ class Connection:
                 keep_going = await handler(self, payload)
             finally:
                 self.busy = False
-            self._host.reap()
             if not keep_going or self.session_gone:
                 return
 
@@ -320,7 +315,8 @@ class Connection:
     async def _query(self, payload: bytes) -> bool:
         # Session.query's steps, run here rather than through its async generator (one
         # less object per command); the order of closing and answering is the same.
-        sql = decode_text(parse_query(payload).sql)
+        # COM_QUERY without query attributes (not offered): the text follows the command.
+        sql = payload[1:].decode("utf-8", "surrogateescape")
         session = self.session
         try:
             statements = session.begin_query(sql)

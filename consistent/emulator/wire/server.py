@@ -28,6 +28,7 @@ from consistent.emulator.wire.config import WireConfig
 from consistent.emulator.wire.connection import Connection
 from consistent.emulator.wire.errors import wire_error
 from consistent.emulator.wire.stream import PacketStream
+from consistent.emulator.wire.transport import PacketProtocol
 from consistent.errnos import ER
 from consistent.errors import Error
 from consistent.protocol.constants import Capability
@@ -35,6 +36,7 @@ from consistent.protocol.responses import build_err
 
 if TYPE_CHECKING:
     from consistent.emulator.server import EmulatedServer
+    from consistent.emulator.session import Session
 
 __all__ = ["DEFAULT_HOST", "WireServer", "serve"]
 
@@ -92,6 +94,13 @@ class WireServer:
         """Limits and timeouts."""
         return self._config
 
+    def _session_closed(self, session: Session) -> None:
+        """The engine closed a session (``KILL`` from another connection, a crash): its
+        connection closes now if idle, else after its command."""
+        connection = self._connections.get(session.connection_id)
+        if connection is not None and not connection.busy:
+            connection.request_close()
+
     def reap(self) -> None:
         """Close idle connections whose session the engine closed or killed (a ``KILL`` issued
         by another connection); busy ones notice after their command."""
@@ -105,7 +114,8 @@ class WireServer:
         """Listen on ``host:port`` (port 0: a free port, see :attr:`port`)."""
         if self._listener is not None:
             raise RuntimeError("the server is already listening")
-        self._listener = await asyncio.start_server(self._accept, host, port)
+        loop = asyncio.get_running_loop()
+        self._listener = await loop.create_server(lambda: PacketProtocol(self._accept), host, port)
         name = self._listener.sockets[0].getsockname()
         self._address = (str(name[0]), int(name[1]))
 
@@ -180,11 +190,12 @@ class WireServer:
 
     # ----- connections ----------------------------------------------------------------------------
 
-    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accept(self, protocol: PacketProtocol) -> None:
         if self._closing:
-            writer.close()
+            if protocol.transport is not None:
+                protocol.transport.close()
             return
-        task = asyncio.get_running_loop().create_task(self._run_connection(reader, writer))
+        task = asyncio.get_running_loop().create_task(self._run_connection(protocol))
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 
@@ -193,13 +204,10 @@ class WireServer:
         if not task.cancelled() and task.exception() is not None:
             logger.error("connection task failed", exc_info=task.exception())
 
-    async def _run_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    async def _run_connection(self, protocol: PacketProtocol) -> None:
         config = self._config
         stream = PacketStream(
-            reader,
-            writer,
+            protocol,
             max_payload=config.max_allowed_packet,
             read_timeout=config.net_read_timeout,
             write_timeout=config.net_write_timeout,
@@ -216,6 +224,7 @@ class WireServer:
             return
         connection = Connection(self, stream, session, host)
         self._connections[connection.connection_id] = connection
+        session.add_close_listener(self._session_closed)
         if self._closing:
             connection.request_close()
         try:

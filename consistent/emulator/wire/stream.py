@@ -1,9 +1,11 @@
-"""Packets over one asyncio stream: bounded reads, sequence ids, framed writes with drain.
+"""Packets over one connection: bounded reads, sequence ids, framed writes with drain.
 
 The codec (:mod:`consistent.protocol.framing`) frames what we write; reading is done here
-header by header so that the announced length is checked against ``max_allowed_packet``
-before the payload is waited for (at most one read chunk of it is buffered), and so an
-oversized packet can be answered with mysqld's ERR 1153 rather than a bare disconnect.
+header by header, from the buffer of the connection's
+:class:`~consistent.emulator.wire.transport.PacketProtocol`, so that the announced length is
+checked against ``max_allowed_packet`` before the payload is waited for, and so an oversized
+packet can be answered with mysqld's ERR 1153 rather than a bare disconnect.  A packet that
+arrived whole (the usual case) is read without waiting and without arming a timer.
 
 Sequence ids follow the protocol: every command starts at 0 on the client's side, each packet
 of the exchange (in either direction) takes the next id modulo 256.
@@ -18,6 +20,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from consistent.emulator.wire.errors import PacketsOutOfOrder, PacketTooLarge, PeerClosed
+from consistent.emulator.wire.transport import PacketProtocol
 from consistent.errors import RemoteProtocolError
 from consistent.protocol.constants import MAX_PACKET_PAYLOAD
 from consistent.protocol.framing import HEADER_SIZE, frame_packets
@@ -25,8 +28,6 @@ from consistent.protocol.framing import HEADER_SIZE, frame_packets
 __all__ = ["PacketStream", "PacketTooLarge", "PacketsOutOfOrder", "PeerClosed"]
 
 _HEADER: Final = struct.Struct("<I")
-_DISCARD_CHUNK: Final = 1 << 16
-_READ_CHUNK: Final = 1 << 16
 
 
 class PacketStream:
@@ -37,10 +38,8 @@ class PacketStream:
     """
 
     __slots__ = (
-        "_in",
         "_out",
-        "_reader",
-        "_writer",
+        "_protocol",
         "max_payload",
         "read_timeout",
         "seq",
@@ -49,17 +48,14 @@ class PacketStream:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        protocol: PacketProtocol,
         *,
         max_payload: int,
         read_timeout: float,
         write_timeout: float,
     ) -> None:
-        self._reader = reader
-        self._writer = writer
+        self._protocol = protocol
         self.max_payload = max_payload
-        self._in = bytearray()
         self._out: list[bytes] = []
         self.read_timeout = read_timeout
         self.write_timeout = write_timeout
@@ -68,76 +64,88 @@ class PacketStream:
     @property
     def peer(self) -> tuple[str, int] | None:
         """The client's address, if the transport knows it."""
-        name = self._writer.get_extra_info("peername")
+        transport = self._protocol.transport
+        name = transport.get_extra_info("peername") if transport is not None else None
         if isinstance(name, tuple) and len(name) >= 2:
             return str(name[0]), int(name[1])
         return None
 
-    async def read(self, timeout: float | None) -> bytes:
-        """The next logical packet's payload.
+    async def read(self, timeout: float | None, *, command: bool = False) -> bytes:
+        """The next logical packet's payload (``command``: a command packet, whose sequence
+        id restarts at 0).
 
         ``timeout`` bounds the wait for its first header (``None``: no bound); the rest of the
         packet must follow within ``read_timeout``.  Raises :class:`PeerClosed` on a clean
-        close before the header, :class:`TimeoutError`, or :class:`RemoteProtocolError`
-        (:class:`PacketTooLarge`, :class:`PacketsOutOfOrder`, truncated packet).
-
-        Bytes are taken from the stream in chunks into a buffer of this stream's own, so a
-        packet that arrived whole (the usual case) is read without waiting and without
-        arming a timer.
+        close before the header, :class:`TimeoutError`, the :class:`OSError` the connection
+        was lost with, or :class:`RemoteProtocolError` (:class:`PacketTooLarge`,
+        :class:`PacketsOutOfOrder`, truncated packet).
         """
-        if len(self._in) < HEADER_SIZE:
-            async with asyncio.timeout(timeout):
-                await self._fill(HEADER_SIZE, first=True)
+        if command:
+            self.seq = 0
+        buffer = self._protocol.buffer
+        if len(buffer) < HEADER_SIZE:
+            await self._wait(HEADER_SIZE, None if timeout is None else self._now() + timeout)
+            self._require(HEADER_SIZE, first=True, header=True)
         header = self._take_header()
         deadline: float | None = None  # read_timeout from the first wait on
         parts: list[bytes] = []
         size = 0
         while True:
             length = self._check(header, size)
-            if len(self._in) < length:
+            if len(buffer) < length:
                 deadline = self._deadline(deadline)
-                async with asyncio.timeout_at(deadline):
-                    await self._fill(length, first=False)
-            chunk = bytes(self._in[:length])
-            del self._in[:length]
+                await self._wait(length, deadline)
+                self._require(length, first=False, header=False)
+            chunk = bytes(buffer[:length])
+            del buffer[:length]
             parts.append(chunk)
             size += length
             if length < MAX_PACKET_PAYLOAD:
+                self._protocol.consumed()
                 return chunk if len(parts) == 1 else b"".join(parts)
-            if len(self._in) < HEADER_SIZE:
+            if len(buffer) < HEADER_SIZE:
                 deadline = self._deadline(deadline)
-                async with asyncio.timeout_at(deadline):
-                    await self._fill(HEADER_SIZE, first=False, header=True)
+                await self._wait(HEADER_SIZE, deadline)
+                self._require(HEADER_SIZE, first=False, header=True)
             header = self._take_header()
+
+    def _now(self) -> float:
+        return self._protocol.loop.time()
 
     def _deadline(self, deadline: float | None) -> float:
         if deadline is None:
-            return asyncio.get_running_loop().time() + self.read_timeout
+            return self._now() + self.read_timeout
         return deadline
 
-    async def read_command(self, timeout: float | None) -> bytes:
-        """The next command packet: its sequence id restarts at 0."""
-        self.seq = 0
-        return await self.read(timeout)
-
     def _take_header(self) -> int:
-        word: int = _HEADER.unpack_from(self._in)[0]
-        del self._in[:HEADER_SIZE]
+        buffer = self._protocol.buffer
+        word: int = _HEADER.unpack_from(buffer)[0]
+        del buffer[:HEADER_SIZE]
         return word
 
-    async def _fill(self, size: int, *, first: bool, header: bool | None = None) -> None:
-        """Read from the stream until the buffer holds ``size`` bytes (at most one chunk
-        more than asked for, as a stream reader's own buffer would)."""
-        in_header = first if header is None else header
-        while len(self._in) < size:
-            chunk = await self._reader.read(_READ_CHUNK)
-            if not chunk:
-                if first and not self._in:
-                    raise PeerClosed("the client closed the connection")
-                if in_header:
-                    raise RemoteProtocolError("connection closed inside a packet header")
-                raise RemoteProtocolError("connection closed inside a packet")
-            self._in += chunk
+    def _require(self, size: int, *, first: bool, header: bool) -> None:
+        """After a wait: the buffer holds ``size`` bytes, or the connection ended and this
+        says how."""
+        protocol = self._protocol
+        if len(protocol.buffer) >= size:
+            return
+        lost = protocol.lost
+        if isinstance(lost, OSError):
+            raise lost
+        if first and not protocol.buffer:
+            raise PeerClosed("the client closed the connection")
+        if header:
+            raise RemoteProtocolError("connection closed inside a packet header")
+        raise RemoteProtocolError("connection closed inside a packet")
+
+    async def _wait(self, size: int, deadline: float | None) -> None:
+        protocol = self._protocol
+        waiter = protocol.want(size, deadline)
+        if waiter is not None:
+            try:
+                await waiter
+            finally:
+                protocol.unwant()
 
     def _check(self, header: int, size_so_far: int) -> int:
         length = header & 0xFFFFFF
@@ -180,13 +188,15 @@ class PacketStream:
             return
         data = b"".join(self._out)
         self._out.clear()
-        self._writer.write(data)
-        if not self._writer.transport.get_write_buffer_size():
-            # The socket took everything: drain() returns at once, no deadline to arm.
-            await self._writer.drain()
-            return
+        protocol = self._protocol
+        transport = protocol.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionResetError("connection lost")
+        transport.write(data)
+        if not protocol.writing_paused:
+            return  # the socket took it, or the transport buffers it below its high water
         async with asyncio.timeout(self.write_timeout):
-            await self._writer.drain()
+            await protocol.drain()
 
     async def send(self, *payloads: bytes) -> None:
         """Queue ``payloads`` and flush."""
@@ -199,27 +209,32 @@ class PacketStream:
         Used before closing on an oversized packet: a socket closed with unread data sends a
         reset, which can destroy the ERR packet in flight to the client.
         """
-        buffered = min(limit, len(self._in))
-        del self._in[:buffered]
-        limit -= buffered
+        protocol = self._protocol
+        buffer = protocol.buffer
+        deadline = self._now() + timeout
         with contextlib.suppress(TimeoutError, OSError):
-            async with asyncio.timeout(timeout):
-                while limit > 0:
-                    chunk = await self._reader.read(min(limit, _DISCARD_CHUNK))
-                    if not chunk:
+            while limit > 0:
+                if not buffer:
+                    await self._wait(1, deadline)
+                    if not buffer:
                         return
-                    limit -= len(chunk)
+                taken = min(limit, len(buffer))
+                del buffer[:taken]
+                limit -= taken
+                protocol.consumed()
 
     def abort_reads(self) -> None:
         """Close the transport so that a pending :meth:`read` ends with :class:`PeerClosed`;
         used to close an idle connection from outside its task."""
-        self._writer.close()
+        transport = self._protocol.transport
+        if transport is not None:
+            transport.close()
 
     async def close(self, timeout: float) -> None:
         """Close the transport and wait (at most ``timeout``) until it is closed."""
         self._out.clear()
-        self._writer.close()
+        self.abort_reads()
         # The peer may already be gone; the transport is closed either way.
         with contextlib.suppress(OSError, TimeoutError):
             async with asyncio.timeout(timeout):
-                await self._writer.wait_closed()
+                await self._protocol.wait_gone()
