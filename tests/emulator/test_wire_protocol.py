@@ -9,6 +9,7 @@ sends, malformed and oversized packets, and shutdown.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -768,6 +769,106 @@ def test_large_result_rows_are_split_into_packets(client: RawClient) -> None:
     [res] = client.query(f"SELECT REPEAT('a', {size})")
     assert res.err is None
     assert res.rows == [(b"a" * size,)]
+
+
+# --- reading: deadlines, pipelining, half-close ---------------------------------------------------
+
+
+@pytest.fixture(params=[False, True], ids=["asyncio", "uvloop"])
+def quick_timeouts(request: pytest.FixtureRequest) -> Iterator[EmulatorThread]:
+    """A server whose net_read_timeout is 0.3 s and wait_timeout 1.2 s, on either loop."""
+    wire = WireConfig(net_read_timeout=0.3, wait_timeout=1.2, shutdown_timeout=2.0)
+    config = ServerConfig(accounts=ACCOUNTS)
+    with EmulatorThread(config, wire_config=wire, fast_loop=request.param) as emulator:
+        yield emulator
+
+
+def test_a_packet_left_unfinished_is_dropped_after_net_read_timeout(
+    quick_timeouts: EmulatorThread,
+) -> None:
+    c = _login(quick_timeouts.port)
+    data, _ = frame_packets(build_query("SELECT 1"), 0)
+    started = time.monotonic()
+    c.sock.sendall(data[:7])  # the header and part of the payload
+    assert c.is_closed()
+    assert 0.25 < time.monotonic() - started < 1.0  # net_read_timeout, not wait_timeout
+
+
+def test_the_idle_deadline_outlives_an_earlier_packets_deadline(
+    quick_timeouts: EmulatorThread,
+) -> None:
+    """A packet that arrives in two parts arms the 0.3 s net_read_timeout; the wait for the
+    next command that follows must still last wait_timeout (1.2 s), not end at 0.3 s."""
+    c = _login(quick_timeouts.port)
+    data, _ = frame_packets(build_query("SELECT 7"), 0)
+    c.sock.sendall(data[:6])
+    time.sleep(0.1)
+    c.sock.sendall(data[6:])
+    c.seq = 1
+    [res] = c.results()
+    assert res.rows == [(b"7",)]
+    idle_from = time.monotonic()
+    c.seq = 0
+    err = parse_err(c.read(), c.caps)
+    assert err.errno == 4031
+    assert 1.1 < time.monotonic() - idle_from < 3.0
+    assert c.is_closed()
+
+
+def test_a_client_that_keeps_talking_is_never_timed_out(quick_timeouts: EmulatorThread) -> None:
+    """Commands 0.4 s apart, for longer than wait_timeout in all: each wait is bounded on its
+    own, so none of them times out."""
+    c = _login(quick_timeouts.port)
+    for i in range(5):
+        [res] = c.query(f"SELECT {i}")
+        assert res.rows == [(str(i).encode(),)]
+        time.sleep(0.4)
+    assert c.ok("DO 1") is not None
+
+
+def test_pipelined_commands_are_all_answered_in_order(emu: EmulatorThread) -> None:
+    """A client that writes many commands before reading (more than the server buffers before
+    it stops reading) gets every answer, in order."""
+    c = _login(emu.port)
+    count = 3000
+    filler = "x" * 100
+    packets = []
+    for i in range(count):
+        data, _ = frame_packets(build_query(f"SELECT {i}, '{filler}'"), 0)
+        packets.append(data)
+    sender = threading.Thread(target=c.sock.sendall, args=(b"".join(packets),))
+    sender.start()
+    try:
+        for i in range(count):
+            c.seq = 1
+            [res] = c.results()
+            assert res.rows == [(str(i).encode(), filler.encode())]
+    finally:
+        sender.join(30)
+    assert c.ok("DO 1") is not None
+
+
+def test_a_crash_drops_the_idle_connections_at_once() -> None:
+    """``EmulatedServer.restart`` without a shutdown is a crash: every client connection is
+    dropped then, not at its next command."""
+    with EmulatorThread(ServerConfig(accounts=ACCOUNTS)) as emulator:
+        idle = [_login(emulator.port) for _ in range(3)]
+        emulator.run(emulator.server.restart)
+        for c in idle:
+            c.sock.settimeout(3)
+            with contextlib.suppress(ConnectionError):  # a reset is a close too
+                assert c.sock.recv(1 << 16) == b""  # not a timeout: closed by the server
+        fresh = _login(emulator.port)
+        assert fresh.ok("DO 1") is not None
+
+
+def test_a_query_followed_by_a_half_close_is_still_answered(emu: EmulatorThread) -> None:
+    c = _login(emu.port)
+    c.command(build_query("SELECT 42"))
+    c.sock.shutdown(socket.SHUT_WR)
+    [res] = c.results()
+    assert res.rows == [(b"42",)]
+    assert c.is_closed()
 
 
 # --- concurrency and shutdown ---------------------------------------------------------------------
