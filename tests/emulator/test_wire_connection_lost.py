@@ -3,28 +3,29 @@ closed, nothing is reported as a failure of the server (compiled or not)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import pymysql
 import pytest
 
 from consistent.emulator.wire import EmulatorThread
-from consistent.emulator.wire.transport import PacketProtocol
+from consistent.emulator.wire import server as wire_server
+from consistent.emulator.wire.transport import PacketProtocol, Transport
 
 
 class _LosingTransport:
     """A transport whose connection is lost once ``lost`` is set: what is written then never
     reaches the client, and writing raises as a reset socket does."""
 
-    def __init__(self, transport: asyncio.Transport, lost: threading.Event) -> None:
+    def __init__(self, transport: Transport, lost: threading.Event) -> None:
         self._transport = transport
         self._lost = lost
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:
+    def write(self, data: bytes) -> None:
         if self._lost.is_set():
             raise ConnectionResetError("Connection lost")
         self._transport.write(data)
@@ -37,14 +38,16 @@ def test_a_connection_lost_while_answering_ends_quietly(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     lost = threading.Event()
-    connection_made = PacketProtocol.connection_made
 
-    def losing_connection_made(self: PacketProtocol, transport: asyncio.BaseTransport) -> None:
-        connection_made(self, transport)
-        assert self.transport is not None
-        self.transport = cast(asyncio.Transport, _LosingTransport(self.transport, lost))
+    def losing_protocol(on_connect: Callable[[PacketProtocol], None]) -> PacketProtocol:
+        def connected(protocol: PacketProtocol) -> None:
+            assert protocol.transport is not None
+            protocol.transport = cast(Transport, _LosingTransport(protocol.transport, lost))
+            on_connect(protocol)
 
-    monkeypatch.setattr(PacketProtocol, "connection_made", losing_connection_made)
+        return PacketProtocol(connected)
+
+    monkeypatch.setattr(wire_server, "PacketProtocol", losing_protocol)
     caplog.set_level(logging.DEBUG, logger="consistent.emulator")
     with EmulatorThread() as emu:
         conn = pymysql.connect(host="127.0.0.1", port=emu.port, user="root", read_timeout=10)

@@ -19,9 +19,9 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from consistent.emulator.wire.auth import Authenticator
 from consistent.emulator.wire.config import WireConfig
@@ -115,7 +115,10 @@ class WireServer:
         if self._listener is not None:
             raise RuntimeError("the server is already listening")
         loop = asyncio.get_running_loop()
-        self._listener = await loop.create_server(lambda: PacketProtocol(self._accept), host, port)
+        # PacketProtocol is compiled, so not an asyncio.Protocol subclass; loops call its
+        # methods by name.
+        factory = cast("Callable[[], asyncio.Protocol]", lambda: PacketProtocol(self._accept))
+        self._listener = await loop.create_server(factory, host, port)
         name = self._listener.sockets[0].getsockname()
         self._address = (str(name[0]), int(name[1]))
 

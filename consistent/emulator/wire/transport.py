@@ -17,16 +17,38 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Final, cast
+from typing import Any, Final, Protocol
 
-__all__ = ["READ_HIGH_WATER", "PacketProtocol"]
+__all__ = ["READ_HIGH_WATER", "PacketProtocol", "Transport"]
 
 #: Bytes buffered beyond the awaited size before reading from the socket pauses.
 READ_HIGH_WATER: Final = 1 << 17
 
 
-class PacketProtocol(asyncio.Protocol):
-    """The transport side of one accepted connection; see the module docstring.
+class Transport(Protocol):
+    """What a connection uses of its transport (asyncio's, or uvloop's, which is not an
+    :class:`asyncio.Transport` subclass)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def is_closing(self) -> bool: ...
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
+
+
+class _Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class PacketProtocol:
+    """The transport side of one accepted connection (an :class:`asyncio.Protocol`, compiled;
+    the event loops call its methods by name); see the module docstring.
 
     ``on_connect(protocol)`` is called once the transport exists (it starts the connection's
     task).  :attr:`closed` is set when the peer closed or the connection was lost;
@@ -36,26 +58,26 @@ class PacketProtocol(asyncio.Protocol):
     def __init__(self, on_connect: Callable[[PacketProtocol], None]) -> None:
         self.buffer = bytearray()
         self.loop = asyncio.get_running_loop()  # protocols are made on the serving loop
-        self.transport: asyncio.Transport | None = None
+        self.transport: Transport | None = None
         self.closed = False
         self.lost: BaseException | None = None
         self._on_connect = on_connect
         self._wanted = 0
         self._waiter: asyncio.Future[None] | None = None
         self._deadline: float | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: _Timer | None = None
         self._timer_at = 0.0
         self._reading_paused = False
-        self._writing_paused = False
+        #: Whether the transport's write buffer is above its high-water mark.
+        self.writing_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
         self._finished = False
         self._gone: asyncio.Future[None] | None = None
 
     # ----- asyncio.Protocol -----------------------------------------------------------------
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports are not registered as asyncio.Transport, but are ones.
-        self.transport = cast(asyncio.Transport, transport)
+    def connection_made(self, transport: Transport) -> None:
+        self.transport = transport
         self._on_connect(self)
 
     def data_received(self, data: bytes) -> None:
@@ -90,10 +112,10 @@ class PacketProtocol(asyncio.Protocol):
             self._gone.set_result(None)
 
     def pause_writing(self) -> None:
-        self._writing_paused = True
+        self.writing_paused = True
 
     def resume_writing(self) -> None:
-        self._writing_paused = False
+        self.writing_paused = False
         drain = self._drain_waiter
         if drain is not None and not drain.done():
             drain.set_result(None)
@@ -162,17 +184,12 @@ class PacketProtocol(asyncio.Protocol):
 
     # ----- for the writer ------------------------------------------------------------------
 
-    @property
-    def writing_paused(self) -> bool:
-        """Whether the transport's write buffer is above its high-water mark."""
-        return self._writing_paused
-
     async def drain(self) -> None:
         """Wait until the transport's write buffer is below its low-water mark
         (:class:`ConnectionResetError` if the connection is lost meanwhile)."""
         if self._finished:
             raise ConnectionResetError("connection lost")
-        if not self._writing_paused:
+        if not self.writing_paused:
             return
         waiter = self.loop.create_future()
         self._drain_waiter = waiter
