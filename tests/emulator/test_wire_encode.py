@@ -338,3 +338,20 @@ def test_long_data_parameter_has_no_value_in_the_execute_packet() -> None:
     assert request.values == (7, "long text")
     with pytest.raises(RemoteProtocolError):
         parse_execute(full, 2, None, {1: b"x"})  # a stray value is not protocol
+
+
+@given(
+    st.lists(
+        st.one_of(st.none(), st.binary(max_size=300), st.sampled_from([b"x" * 70_000])),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_text_rows_read_back_with_the_codec(values: list[bytes | None]) -> None:
+    """NULLs, empty values, and lengths on both sides of the one-byte (251) and two-byte
+    (65,536) length prefixes."""
+    columns = tuple(col(f"c{i}", ColumnType.BLOB) for i in range(len(values)))
+    outcome = Outcome(result=ResultSet(columns, (tuple(values),)))
+    payloads = encode.encode_outcome(outcome, DEPRECATE)
+    row = payloads[1 + len(values)]
+    assert parse_text_row(row, len(values)) == tuple(values)

@@ -62,7 +62,6 @@ from consistent.protocol.resultset import (
     ColumnDefinition41,
     build_column_count,
     build_column_definition41,
-    build_text_row,
 )
 
 __all__ = [
@@ -87,6 +86,9 @@ _STATE_CHANGED_BIT: Final = int(ServerStatus.SESSION_STATE_CHANGED)
 _SESSION_TRACK: Final = int(Capability.SESSION_TRACK)
 _PROTOCOL_41: Final = int(Capability.PROTOCOL_41)
 _TRANSACTIONS: Final = int(Capability.TRANSACTIONS)
+_NULL_VALUE: Final = b"\xfb"  # NULL in a text row
+_ONE_BYTE_LENGTHS: Final = 251  # lengths below this are their own length-encoded prefix
+_LENGTH_BYTES: Final = tuple(bytes((n,)) for n in range(_ONE_BYTE_LENGTHS))
 _OK_HEADER: Final = b"\x00"
 _EOF_HEADER: Final = 0xFE
 _U16: Final = struct.Struct("<H")
@@ -405,10 +407,21 @@ def _rows(result: ResultSet, *, binary: bool) -> list[bytes]:
             build_binary_row(types, [binary_value(c, v) for c, v in zip(columns, row, strict=True)])
             for row in result.rows
         ]
-    return [
-        build_text_row([text_value(c, v) for c, v in zip(columns, row, strict=True)])
-        for row in result.rows
-    ]
+    return [_text_row(columns, row) for row in result.rows]
+
+
+def _text_row(columns: Sequence[Column], row: Sequence[object]) -> bytes:
+    """``build_text_row`` of the values' texts, made in place (the per-row path)."""
+    parts: list[bytes] = []
+    for column, value in zip(columns, row, strict=True):
+        data = text_value(column, value)
+        if data is None:
+            parts.append(_NULL_VALUE)
+            continue
+        size = len(data)
+        parts.append(_LENGTH_BYTES[size] if size < _ONE_BYTE_LENGTHS else pack_lenenc_int(size))
+        parts.append(data)
+    return b"".join(parts)
 
 
 def encode_outcome(
