@@ -298,8 +298,10 @@ def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame
     that order it in its session."""
     from_primary = F.col("level").isin("read_all_writes", "read_latest")
     wrote = _produced().isNotNull()
+    reported = from_primary & _gtid("gtid_required").isNotNull()
     text = F.concat_ws(",", _produced(), F.when(from_primary, _gtid("gtid_required")))
-    return statements.where(wrote | (from_primary & _gtid("gtid_required").isNotNull())).select(
+    # Without a reported set the text is the produced one: its highest GNO is read once.
+    return statements.where(wrote | reported).select(
         *[F.when(wrote, F.col(c)).alias(c) for c in ("session_id", "span_id", "start_ns")],
         "end_ns",
         *[
@@ -307,7 +309,7 @@ def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame
             for s, name in zip(sources, _per_source("produced", sources), strict=True)
         ],
         *[
-            _high(text, s).alias(name)
+            F.when(reported, _high(text, s)).otherwise(_high(_produced(), s)).alias(name)
             for s, name in zip(sources, _per_source("primary", sources), strict=True)
         ],
     )

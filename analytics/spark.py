@@ -21,10 +21,11 @@ https://spark.apache.org/docs/latest/configuration.html
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -32,12 +33,14 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 __all__ = [
+    "COLLAPSE_PROJECT",
     "SparkSettings",
     "build_session",
     "is_local",
     "resolve_master",
     "shuffle_partitions_for",
     "tune_for_input",
+    "without_optimizer_rules",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +60,9 @@ _MAX_PARTITIONS: Final = 2000
 #: otherwise run interpreted, several times slower), and the heap is collected for throughput
 #: (a batch job has no pauses to keep short: about 10% faster than G1 on bench/analytics.py).
 _JVM_OPTIONS: Final = "-XX:-DontCompileHugeMethods -XX:+UseParallelGC"
+#: The optimizer rule that merges a projection into the one above it.
+COLLAPSE_PROJECT: Final = "org.apache.spark.sql.catalyst.optimizer.CollapseProject"
+_EXCLUDED_RULES: Final = "spark.sql.optimizer.excludedRules"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,3 +173,20 @@ def tune_for_input(session: SparkSession, input_bytes: int) -> int:
     partitions = shuffle_partitions_for(input_bytes, cores)
     session.conf.set("spark.sql.shuffle.partitions", str(partitions))
     return partitions
+
+
+@contextlib.contextmanager
+def without_optimizer_rules(session: SparkSession, *rules: str) -> Iterator[None]:
+    """Plan the actions run inside without the optimizer rules ``rules`` (class names, added to
+    those ``spark.sql.optimizer.excludedRules`` already names); the setting is restored after.
+    A plan is optimized when an action runs it, so only those actions are affected."""
+    before = session.conf.get(_EXCLUDED_RULES, None)
+    named = [r for r in (before or "").split(",") if r]
+    session.conf.set(_EXCLUDED_RULES, ",".join([*named, *(r for r in rules if r not in named)]))
+    try:
+        yield
+    finally:
+        if before is None:
+            session.conf.unset(_EXCLUDED_RULES)
+        else:
+            session.conf.set(_EXCLUDED_RULES, before)

@@ -221,44 +221,61 @@ class SessionSteps:
         return tuple(np.where(found, high[index], MISSING) for high in self.highs)
 
 
+def _tied(keys: Sequence[Int64s | Bools]) -> Bools:
+    """Per position of ``keys`` (sorted together), whether all of them equal their values at
+    the position before or after."""
+    size = len(keys[0]) if keys else 0
+    same: Bools = np.ones(max(size - 1, 0), dtype=bool)
+    for key in keys:
+        same &= key[1:] == key[:-1]
+    tied: Bools = np.zeros(size, dtype=bool)
+    tied[:-1] |= same
+    tied[1:] |= same
+    return tied
+
+
+def _session_order(
+    segment: Int64s, start: tuple[Bools, Int64s], end: tuple[Bools, Int64s], span: Any
+) -> Int64s:
+    """The positions in session order: by ``segment``, then start, end and span id (nulls
+    first).  The span ids order only the statements whose session and times tie, which are
+    few: they are ranked among those alone (text orders as bytes in Arrow as in Spark)."""
+    numeric = (end[1], end[0], start[1], start[0], segment)
+    order = np.lexsort(numeric)
+    tied = _tied([key[order] for key in numeric])
+    if not tied.any():
+        return order
+    among = pa.array(order[tied])
+    ids = span.take(among)
+    known: Bools = np.zeros(len(order), dtype=bool)
+    rank: Int64s = np.zeros(len(order), dtype=np.int64)
+    known[among] = pc.is_valid(ids).to_numpy(zero_copy_only=False)
+    rank[among] = pc.rank(pc.fill_null(ids, ""), tiebreaker="dense").to_numpy()
+    return np.lexsort((rank, known, *numeric))
+
+
 def build_sessions(
     session: Any, start: Any, end: Any, span: Any, produced: Sequence[Int64s]
 ) -> SessionSteps:
     """The :class:`SessionSteps` of statements (Arrow columns ``session``, ``start``,
     ``end``, ``span``) that produced ``produced[i]`` (per source, :data:`MISSING`: nothing);
     statements that produced nothing are left out."""
-    session, start, end, span = (_whole(c) for c in (session, start, end, span))
     keep = np.zeros(len(session), dtype=bool)
     for values in produced:
         keep |= values != MISSING
     chosen = pa.array(np.flatnonzero(keep))
-    session, start, end, span = (c.take(chosen) for c in (session, start, end, span))
+    session, start, end, span = (_whole(c.take(chosen)) for c in (session, start, end, span))
     codes = pc.dictionary_encode(session, null_encoding="encode")
     segment = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     start_known, start_value = _order_key(start)
     end_known, end_value = _order_key(end)
-    # Text orders as bytes in Arrow as in Spark; the null span ids first.
-    span_rank = pc.rank(pc.fill_null(span, ""), tiebreaker="dense")
-    order = np.lexsort(
-        (
-            span_rank.to_numpy(zero_copy_only=False),
-            pc.is_valid(span).to_numpy(zero_copy_only=False),
-            end_value,
-            end_known,
-            start_value,
-            start_known,
-            segment,
-        )
-    )
+    order = _session_order(segment, (start_known, start_value), (end_known, end_value), span)
     segment = segment[order]
     counts = np.bincount(segment, minlength=len(codes.dictionary))
     ends = np.cumsum(counts)
-    segments = {
-        name: (int(stop - count), int(stop))
-        for name, count, stop in zip(codes.dictionary.to_pylist(), counts, ends, strict=True)
-    }
+    bounds = zip((ends - counts).tolist(), ends.tolist(), strict=True)
     return SessionSteps(
-        segments=segments,
+        segments=dict(zip(codes.dictionary.to_pylist(), bounds, strict=True)),
         start_known=np.ascontiguousarray(start_known[order]),
         start=np.ascontiguousarray(start_value[order]),
         end_known=np.ascontiguousarray(end_known[order]),
