@@ -247,7 +247,7 @@ def _run_insert(
     before = _sequence(session, table) if counted else None
     ctx = ErrorContext(
         duplicate=duplicate_finder(session, table, rows, columns),
-        listed_columns=frozenset(c.lower() for c in columns),
+        listed_columns=columns,
         operation="insert",
     )
     cursor = session.execute_sql(done.sql, done.params, ctx=ctx)
