@@ -525,7 +525,7 @@ class Session:
         saves_row = self.saves_gtid_rows()
         if gtid is not None and saves_row:
             await self._acquire_write()
-            gtid_table.insert_gtid(self.store.conn, gtid, tagged=self.server.gtid_tagged)
+            gtid_table.insert_gtid(self.store.writes, gtid, tagged=self.server.gtid_tagged)
         self.store.commit()
         if logged:
             self.log_transaction(changes, gtid, xa=xa)
