@@ -17,7 +17,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -35,7 +35,7 @@ from consistent.emulator.sql.types import TypeSpec
 from consistent.emulator.statements import Handler, Kind
 from consistent.emulator.variables import SYSTEM_VARIABLES
 from consistent.emulator.xa import XaRegistry
-from consistent.gtid import GtidSet
+from consistent.gtid import Gtid, GtidSet
 from consistent.protocol.constants import Capability
 
 __all__ = ["DEFAULT_CLIENT_CAPABILITIES", "EmulatedServer"]
@@ -380,9 +380,12 @@ class EmulatedServer:
         self.gtid_state.add_lost(before - self.binlog.gtids)
         return True
 
-    def saved_gtid(self, gtids: GtidSet) -> None:
+    def saved_gtids(self, gtids: Iterable[Gtid]) -> None:
         """Record GTIDs a committing transaction wrote into the table itself."""
-        self._saved_to_table = self._saved_to_table | gtids
+        saved = self._saved_to_table
+        for gtid in gtids:
+            saved = saved.add(gtid)
+        self._saved_to_table = saved
         self.compressor.note_saved(int(str(self.global_vars["gtid_executed_compression_period"])))
 
     def binlog_append(self, transaction: BinlogTransaction) -> None:

@@ -64,7 +64,7 @@ from consistent.emulator.variables import (
     value_text,
 )
 from consistent.emulator.xa import XaState, Xid, check_table_access
-from consistent.gtid import Gtid, GtidSet
+from consistent.gtid import Gtid
 from consistent.protocol.constants import Capability, ServerStatus
 
 if TYPE_CHECKING:
@@ -534,7 +534,7 @@ class Session:
         if gtid is not None:
             state.commit(gtid)
             if saves_row:
-                self.server.saved_gtid(GtidSet([gtid]))
+                self.server.saved_gtids((gtid,))
             self.trackers.collector.after_gtid_executed_update(gtid, system=self.system)
         self._end_transaction()
         return gtid
