@@ -897,4 +897,4 @@ _DDL_WORDS = ("CREATE", "DROP", "ALTER", "RENAME", "TRUNCATE")
 
 
 def _is_ddl(sql: str) -> bool:
-    return sql.lstrip().upper().startswith(_DDL_WORDS)
+    return sql.lstrip()[:8].upper().startswith(_DDL_WORDS)  # the longest word has 8 letters

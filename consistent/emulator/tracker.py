@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum, IntFlag
+from typing import Final
 
 from consistent.gtid import Gtid, GtidSet
 from consistent.protocol.session_state import (
@@ -92,6 +93,8 @@ class TxReadFlags(Enum):
 
 _CHG_STATE = 1
 _CHG_CHISTICS = 2
+#: The collector's empty set (sets are immutable: every response starts from this one).
+_NO_GTIDS: Final = GtidSet()
 _ACCESS = TxState.READ_TRX | TxState.READ_UNSAFE | TxState.WRITE_TRX | TxState.WRITE_UNSAFE
 
 
@@ -101,14 +104,14 @@ class GtidsCollector:
     def __init__(self) -> None:
         self.registered = False
         self.current_mode = TrackGtids.OFF
-        self.collected = GtidSet()
+        self.collected = _NO_GTIDS
         self.on_change: Callable[[], None] | None = None
 
     def register(self, mode: TrackGtids, on_change: Callable[[], None]) -> None:
         """The tracker got enabled: the first registration caches the mode right away."""
         if not self.registered:
             self.registered = True
-            self.collected = GtidSet()
+            self.collected = _NO_GTIDS
             self.current_mode = mode
         self.on_change = on_change
 
@@ -116,7 +119,7 @@ class GtidsCollector:
         """The tracker was stored while disabled: stop collecting."""
         self.registered = False
         self.on_change = None
-        self.collected = GtidSet()
+        self.collected = _NO_GTIDS
 
     def _shall_collect(self, owns_gtid: bool, is_rollback: bool, system: bool) -> bool:
         return (
@@ -148,7 +151,7 @@ class GtidsCollector:
 
     def after_response(self, session_mode: TrackGtids) -> None:
         """``notify_after_response_packet``: clear, and cache the session's current mode."""
-        self.collected = GtidSet()
+        self.collected = _NO_GTIDS
         self.current_mode = session_mode
 
     def _changed(self) -> None:
