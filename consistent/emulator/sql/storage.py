@@ -162,7 +162,6 @@ class SessionStore:
             return
         await self.storage.acquire(self, timeout)
         self._write_locked()
-        del wait
 
     def try_begin_write(self) -> bool:
         """:meth:`begin_write` if the writer lock is free right now; False (nothing done)
