@@ -524,7 +524,8 @@ class Session:
         gtid = self.take_gtid(logged=logged)
         saves_row = self.saves_gtid_rows()
         if gtid is not None and saves_row:
-            await self._acquire_write()
+            if self.store.mode is not TxMode.WRITE:
+                await self._acquire_write()
             gtid_table.insert_gtid(self.store.writes, gtid, tagged=self.server.gtid_tagged)
         self.store.commit()
         if logged:
