@@ -1,11 +1,12 @@
 """The modules compiled to C extensions with mypyc, and the check that each matches its source.
 
 The per-statement path (the routing policy; the proxy's framing, response relay and command
-handling; the emulator's wire front-end, lexer, statement caches, SELECT and INSERT plans and
-sessions) is ordinary typed Python; ``make`` compiles it with mypyc (``scripts/compile.py``)
-into C extensions that CPython imports in place of the ``.py`` files beside them.  Nothing else
-changes: the same source runs interpreted when no compiled module is there, as after
-``make clean-native`` or on a machine without a C compiler.
+handling; the emulator's wire front-end, lexer, statement caches, SELECT, INSERT, UPDATE and
+DELETE plans, sessions, SQLite store and GTID state) is ordinary typed Python; ``make``
+compiles it with mypyc (``scripts/compile.py``) into C extensions that CPython imports in
+place of the ``.py`` files beside them.  Nothing else changes: the same source runs
+interpreted when no compiled module is there, as after ``make clean-native`` or on a machine
+without a C compiler.
 
 A compiled module that is older than its source is stale: importing it would run code that
 no longer exists.  So is one left by an earlier build for a module no longer compiled.
@@ -63,6 +64,10 @@ COMPILED: Final[tuple[str, ...]] = (
     "proxy.session",
     "proxy.server",
     "consistent.emulator.results",
+    "consistent.emulator.waiters",
+    "consistent.emulator.gtid_state",
+    "consistent.emulator.gtid_table",
+    "consistent.emulator.sql.storage",
     "consistent.emulator.tracker",
     "consistent.emulator.sql.lexer",
     "consistent.emulator.sql.shapes",
@@ -70,6 +75,7 @@ COMPILED: Final[tuple[str, ...]] = (
     "consistent.emulator.sql.types",
     "consistent.emulator.sql.metadata",
     "consistent.emulator.sql.query",
+    "consistent.emulator.sql.writes",
     "consistent.emulator.sql.insert",
     "consistent.emulator.statements",
     "consistent.emulator.session",

@@ -166,8 +166,9 @@ class BinaryLog:
     def append(self, transaction: BinlogTransaction) -> None:
         """Write one committed transaction and tell the listeners (dump threads)."""
         self.current.transactions.append(transaction)
-        for listener in list(self._listeners):
-            listener(transaction)
+        if self._listeners:
+            for listener in list(self._listeners):
+                listener(transaction)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` for every appended transaction; returns the unsubscribe function."""

@@ -144,9 +144,13 @@ class GtidState:
 
     def generate(self, owner: int) -> Gtid:
         """Own and return the next automatic GTID of this server (smallest free GNO >= 1)."""
-        owned = [g for g in self._owned if g.uuid == self.server_uuid]
-        taken = self._executed | GtidSet(owned) if owned else self._executed
-        gtid = Gtid(self.server_uuid, taken.next_free_gno(self.server_uuid))
+        uuid = self.server_uuid
+        taken = self._executed
+        if self._owned:
+            owned = [g for g in self._owned if g.uuid == uuid]
+            if owned:
+                taken = taken | GtidSet(owned)
+        gtid = Gtid(uuid, taken.next_free_gno(uuid))
         self._owned[gtid] = owner
         return gtid
 

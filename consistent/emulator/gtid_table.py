@@ -73,12 +73,17 @@ def _values(uuid: str, tag: str | None, start: int, end: int, tagged: bool) -> t
     return (uuid, start, end, tag or "") if tagged else (uuid, start, end)
 
 
+_INSERT_UNTAGGED: Final = f"INSERT OR IGNORE INTO {GTID_TABLE} VALUES (?, ?, ?)"
+_INSERT_TAGGED: Final = f"INSERT OR IGNORE INTO {GTID_TABLE} VALUES (?, ?, ?, ?)"
+
+
 def _insert_sql(tagged: bool) -> str:
-    marks = "?, ?, ?, ?" if tagged else "?, ?, ?"
-    return f"INSERT OR IGNORE INTO {GTID_TABLE} VALUES ({marks})"
+    return _INSERT_TAGGED if tagged else _INSERT_UNTAGGED
 
 
-def insert_gtid(conn: sqlite3.Connection, gtid: Gtid, *, tagged: bool = False) -> None:
+def insert_gtid(
+    conn: sqlite3.Connection | sqlite3.Cursor, gtid: Gtid, *, tagged: bool = False
+) -> None:
     """Save one GTID as a one-transaction interval (``Gtid_table_persistor::save(thd, gtid)``).
 
     A duplicate key is ignored, as mysqld does (it only logs a warning)."""

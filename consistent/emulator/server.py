@@ -17,7 +17,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -35,7 +35,7 @@ from consistent.emulator.sql.types import TypeSpec
 from consistent.emulator.statements import Handler, Kind
 from consistent.emulator.variables import SYSTEM_VARIABLES
 from consistent.emulator.xa import XaRegistry
-from consistent.gtid import GtidSet
+from consistent.gtid import Gtid, GtidSet
 from consistent.protocol.constants import Capability
 
 __all__ = ["DEFAULT_CLIENT_CAPABILITIES", "EmulatedServer"]
@@ -43,6 +43,9 @@ __all__ = ["DEFAULT_CLIENT_CAPABILITIES", "EmulatedServer"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: GTIDs saved by commits that are taken into the saved set at once (see ``_saved_since``).
+_SAVED_BATCH = 1024
 
 #: What a modern client (libmysqlclient 8, PyMySQL with SESSION_TRACK) announces.
 DEFAULT_CLIENT_CAPABILITIES = int(
@@ -111,7 +114,10 @@ class EmulatedServer:
         self.binlog: BinaryLog | None = (
             BinaryLog(self.config.log_bin_basename) if self.config.log_bin else None
         )
-        self._saved_to_table = GtidSet()
+        self._saved = GtidSet()
+        self._saved_since: list[Gtid] = []
+        """GTIDs commits wrote into the table since ``_saved`` last took them in: adding each
+        to a set at every commit costs more than taking in a batch when the set is read."""
         self.xa = XaRegistry()
         """XA transactions: the XIDs sessions started and the prepared ones (:mod:`.xa`)."""
         self.sessions: dict[int, Session] = {}
@@ -380,9 +386,27 @@ class EmulatedServer:
         self.gtid_state.add_lost(before - self.binlog.gtids)
         return True
 
-    def saved_gtid(self, gtids: GtidSet) -> None:
+    @property
+    def _saved_to_table(self) -> GtidSet:
+        """The GTIDs ``mysql.gtid_executed`` is known to hold."""
+        return self._take_in_saved()
+
+    @_saved_to_table.setter
+    def _saved_to_table(self, gtids: GtidSet) -> None:
+        self._saved = gtids
+        self._saved_since.clear()
+
+    def _take_in_saved(self) -> GtidSet:
+        if self._saved_since:
+            self._saved = self._saved | GtidSet(self._saved_since)
+            self._saved_since.clear()
+        return self._saved
+
+    def saved_gtids(self, gtids: Iterable[Gtid]) -> None:
         """Record GTIDs a committing transaction wrote into the table itself."""
-        self._saved_to_table = self._saved_to_table | gtids
+        self._saved_since.extend(gtids)
+        if len(self._saved_since) >= _SAVED_BATCH:
+            self._take_in_saved()
         self.compressor.note_saved(int(str(self.global_vars["gtid_executed_compression_period"])))
 
     def binlog_append(self, transaction: BinlogTransaction) -> None:

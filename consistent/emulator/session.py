@@ -64,7 +64,7 @@ from consistent.emulator.variables import (
     value_text,
 )
 from consistent.emulator.xa import XaState, Xid, check_table_access
-from consistent.gtid import Gtid, GtidSet
+from consistent.gtid import Gtid
 from consistent.protocol.constants import Capability, ServerStatus
 
 if TYPE_CHECKING:
@@ -524,8 +524,9 @@ class Session:
         gtid = self.take_gtid(logged=logged)
         saves_row = self.saves_gtid_rows()
         if gtid is not None and saves_row:
-            await self._acquire_write()
-            gtid_table.insert_gtid(self.store.conn, gtid, tagged=self.server.gtid_tagged)
+            if self.store.mode is not TxMode.WRITE:
+                await self._acquire_write()
+            gtid_table.insert_gtid(self.store.writes, gtid, tagged=self.server.gtid_tagged)
         self.store.commit()
         if logged:
             self.log_transaction(changes, gtid, xa=xa)
@@ -534,7 +535,7 @@ class Session:
         if gtid is not None:
             state.commit(gtid)
             if saves_row:
-                self.server.saved_gtid(GtidSet([gtid]))
+                self.server.saved_gtids((gtid,))
             self.trackers.collector.after_gtid_executed_update(gtid, system=self.system)
         self._end_transaction()
         return gtid
@@ -900,4 +901,4 @@ _DDL_WORDS = ("CREATE", "DROP", "ALTER", "RENAME", "TRUNCATE")
 
 
 def _is_ddl(sql: str) -> bool:
-    return sql.lstrip().upper().startswith(_DDL_WORDS)
+    return sql.lstrip()[:8].upper().startswith(_DDL_WORDS)  # the longest word has 8 letters

@@ -49,6 +49,8 @@ class WaitRegistry:
 
     def notify(self, executed: GtidSet) -> int:
         """Resolve every waiter covered by ``executed``; returns how many were resolved."""
+        if not self._waiters:
+            return 0
         still: list[_Waiter] = []
         resolved = 0
         for waiter in self._waiters:

@@ -337,7 +337,7 @@ async def _finish(session: Session, prepared: PreparedXa, *, commit: bool) -> No
         server.gtid_state.commit(gtid)
         session.trackers.collector.after_gtid_executed_update(gtid, system=session.system)
     if rows:
-        server.saved_gtid(GtidSet(rows))
+        server.saved_gtids(rows)
     session.end_transaction(track=True)
     session.trackers.transaction.end_trx()
 

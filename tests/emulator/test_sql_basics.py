@@ -197,6 +197,50 @@ def test_multi_row_insert_and_last_insert_id() -> None:
     run(scenario())
 
 
+def test_generated_ids_name_the_rows_inserted() -> None:
+    # A single new row reports its rowid; several rows (or an upsert) the first id taken from
+    # the sequence.  Both must name the rows really inserted, also once an UPDATE moved the
+    # ids up past the sequence (SQLite's next id then follows the largest id, as InnoDB's).
+    async def scenario() -> None:
+        srv, s = await _db()
+
+        async def inserted(sql: str, affected: int, last_id: int) -> None:
+            out = await one(s, sql)
+            assert (out.affected_rows, out.last_insert_id) == (affected, last_id), sql
+            assert await scalar(s, "SELECT LAST_INSERT_ID()") == last_id, sql
+
+        await inserted("INSERT INTO users (name) VALUES ('a')", 1, 1)
+        await inserted("INSERT INTO users (id, name, email) VALUES (NULL, 'b', 'b@x')", 1, 2)
+        out = await one(s, "INSERT IGNORE INTO users (name, email) VALUES ('c', 'b@x')")
+        assert (out.affected_rows, out.last_insert_id) == (0, 0)
+        assert await scalar(s, "SELECT LAST_INSERT_ID()") == 2
+        await inserted("INSERT IGNORE INTO users (name, email) VALUES ('d', 'd@x')", 1, 4)
+        out = await one(s, "REPLACE INTO users (name, email) VALUES ('e', 'd@x')")
+        assert out.last_insert_id == 5
+        assert await scalar(s, "SELECT LAST_INSERT_ID()") == 5
+        await q(s, "UPDATE users SET id = 100 WHERE id = 5")
+        await inserted("INSERT INTO users (name) VALUES ('f')", 1, 101)
+        await q(s, "UPDATE users SET id = 200 WHERE id = 101")
+        await inserted("INSERT INTO users (name) VALUES ('g'), ('h')", 2, 201)
+        await inserted("INSERT INTO users (name) VALUES ('i')", 1, 203)
+        assert await rows(s, "SELECT id, name FROM users ORDER BY id") == [
+            (1, "a"),
+            (2, "b"),
+            (100, "e"),
+            (200, "f"),
+            (201, "g"),
+            (202, "h"),
+            (203, "i"),
+        ]
+        await q(s, "CREATE TEMPORARY TABLE tmp (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        await inserted("INSERT INTO tmp (v) VALUES (1)", 1, 1)
+        await q(s, "UPDATE tmp SET id = 10")
+        await inserted("INSERT INTO tmp (v) VALUES (2)", 1, 11)
+        await srv.shutdown()
+
+    run(scenario())
+
+
 def test_update_counts_changed_rows_unless_found_rows() -> None:
     async def scenario() -> None:
         srv, s = await _db()

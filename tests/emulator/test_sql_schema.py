@@ -231,6 +231,28 @@ def test_alter_table_keeps_rows_and_changes_layout() -> None:
     run(scenario())
 
 
+def test_alter_adding_auto_increment_counts_on_from_the_largest_id() -> None:
+    async def scenario() -> None:
+        srv, s = await _app()
+        await q(s, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+        await q(s, "INSERT INTO t VALUES (100, 1)")
+        await q(s, "ALTER TABLE t MODIFY id INT AUTO_INCREMENT")
+        out = await one(s, "INSERT INTO t (v) VALUES (2)")
+        assert out.last_insert_id == 101
+        assert await scalar(s, "SELECT LAST_INSERT_ID()") == 101
+        out = await one(s, "INSERT INTO t (v) VALUES (3), (4)")
+        assert out.last_insert_id == 102
+        assert await rows(s, "SELECT id, v FROM t ORDER BY id") == [
+            (100, 1),
+            (101, 2),
+            (102, 3),
+            (103, 4),
+        ]
+        await srv.shutdown()
+
+    run(scenario())
+
+
 def test_rename_truncate_drop_database() -> None:
     async def scenario() -> None:
         srv, s = await _app()

@@ -168,6 +168,21 @@ def test_trees_from_the_cache_are_the_parsed_trees(
         assert _structure(text, cache) == _reference(text)
 
 
+def test_a_query_text_is_kept_from_its_second_sight() -> None:
+    # A text that comes once (an INSERT with its own values) leaves no tokens or shape behind.
+    cache = StatementCache()
+    text = "INSERT INTO t (v) VALUES (17)"
+    once = cache.split(text)[0]
+    twice = cache.split(text)[0]
+    assert once == twice
+    assert once is not twice
+    assert cache.split(text)[0] is twice
+    first, second = cache.shape(once), cache.shape(once)
+    assert first == second
+    assert first is not second
+    assert cache.shape(once) is second
+
+
 # --- plans: the same answers as the engine without caches ----------------------------------------
 
 _SETUP = [

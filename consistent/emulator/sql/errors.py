@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from consistent.emulator.errors import ER, SqlError, not_supported, sql_error
@@ -25,7 +25,7 @@ class ErrorContext:
         self,
         *,
         duplicate: Callable[[list[str]], tuple[str, str]] | None = None,
-        listed_columns: frozenset[str] = frozenset(),
+        listed_columns: Sequence[str] = (),
         operation: str = "",
     ) -> None:
         self.duplicate = duplicate
@@ -43,7 +43,8 @@ def _unique(match: re.Match[str], ctx: ErrorContext | None) -> SqlError:
 
 def _not_null(match: re.Match[str], ctx: ErrorContext | None) -> SqlError:
     column = match.group(1).rsplit(".", 1)[-1]
-    if ctx is not None and ctx.operation == "insert" and column.lower() not in ctx.listed_columns:
+    listed = ctx.listed_columns if ctx is not None and ctx.operation == "insert" else None
+    if listed is not None and column.lower() not in [c.lower() for c in listed]:
         return sql_error(ER.NO_DEFAULT_FOR_FIELD, column)
     return sql_error(ER.BAD_NULL_ERROR, column)
 

@@ -79,6 +79,7 @@ class _InsertSql:
     sql: str
     generated: str
     single_row: bool
+    upsert: bool
     params: tuple[object, ...] = ()
 
 
@@ -90,6 +91,7 @@ class _InsertPlan:
     sql: SqlTemplate
     generated: str
     single_row: bool
+    upsert: bool
 
 
 def _insert_parts(ctx: StatementContext, tree: exp.Expression) -> _InsertParts:
@@ -135,7 +137,7 @@ def _insert_sql(
         if isinstance(values, exp.Select | exp.Union):
             sql += " WHERE TRUE"
         sql += parts.update_sql
-    return _InsertSql(sql, generated, single_row)
+    return _InsertSql(sql, generated, single_row, parts.update_sql is not None)
 
 
 async def run_insert(session: Session, statement: Statement) -> StmtResult:
@@ -163,7 +165,7 @@ async def run_insert(session: Session, statement: Statement) -> StmtResult:
                     return None
 
             sql, params = plan.sql.bind(shape)
-            done = _InsertSql(sql, plan.generated, plan.single_row, params)
+            done = _InsertSql(sql, plan.generated, plan.single_row, plan.upsert, params)
             return _run_insert(
                 session, statement, plan.table, columns=list(plan.columns), done=done, rows=rows
             )
@@ -210,7 +212,8 @@ def _remember_insert(
         and replayer.complete
         and template_parts.table is parts.table
         and template_parts.columns == parts.columns
-        and (template.generated, template.single_row) == (done.generated, done.single_row)
+        and (template.generated, template.single_row, template.upsert)
+        == (done.generated, done.single_row, done.upsert)
     ):
         sql = build_template(shape, template.sql, done.sql)
         if sql is not None:
@@ -221,6 +224,7 @@ def _remember_insert(
                 sql,
                 done.generated,
                 done.single_row,
+                done.upsert,
             )
     cache.store_plan(kind, shape, plan)
 
@@ -234,19 +238,27 @@ def _run_insert(
     done: _InsertSql,
     rows: Callable[[], Rows | None],
 ) -> StmtResult:
-    before = _sequence(session, table)
+    auto = table.auto_column is not None
+    # One new row with a generated id: the id is its rowid.  Otherwise the first generated id
+    # comes from the sequence, read before and after (rows may get several ids, or an upsert
+    # may update a row instead of inserting one).
+    one_new_id = done.generated == "all" and done.single_row and not done.upsert
+    counted = auto and done.generated == "all" and not one_new_id
+    before = _sequence(session, table) if counted else None
     ctx = ErrorContext(
         duplicate=duplicate_finder(session, table, rows, columns),
-        listed_columns=frozenset(c.lower() for c in columns),
+        listed_columns=columns,
         operation="insert",
     )
     cursor = session.execute_sql(done.sql, done.params, ctx=ctx)
     count = max(cursor.rowcount, 0)
     last_id = 0
-    auto = table.auto_column
-    if auto is not None and count:
-        after = _sequence(session, table)
-        if done.generated == "all" and after is not None and before is not None and after > before:
+    if auto and count:
+        after = _sequence(session, table) if counted else None
+        if one_new_id:
+            last_id = int(cursor.lastrowid or 0)
+            session.set_last_insert_id(last_id)
+        elif after is not None and before is not None and after > before:
             last_id = before + 1
             session.set_last_insert_id(last_id)
         elif cursor.lastrowid:
@@ -276,18 +288,16 @@ def _generates_ids(table: TableDef, columns: list[str], values: exp.Expression |
     return "some" if any(nulls) else "none"
 
 
-def _sequence(session: Session, table: TableDef) -> int | None:
-    if table.auto_column is None:
-        return None
+def _sequence(session: Session, table: TableDef) -> int:
+    """The largest id the table has given out: SQLite's sequence, or a larger id put in place
+    by an UPDATE or kept by a rebuild, which SQLite's next id also exceeds."""
     schema = "temp" if table.temporary else "main"
     row = session.store.conn.execute(
-        f"SELECT seq FROM {schema}.sqlite_sequence WHERE name = ?",
+        f"SELECT MAX(COALESCE((SELECT seq FROM {schema}.sqlite_sequence WHERE name = ?), 0), "
+        f"COALESCE((SELECT MAX(rowid) FROM {table.sqlite}), 0))",
         (f"{table.schema}.{table.name}",),
     ).fetchone()
-    if row is not None:
-        return int(row[0])
-    row = session.store.conn.execute(f"SELECT MAX(rowid) FROM {table.sqlite}").fetchone()
-    return int(row[0]) if row is not None and row[0] is not None else 0
+    return int(row[0])
 
 
 def _literal_rows(values: exp.Values) -> Rows:

@@ -126,6 +126,13 @@ _KIND_BY_GROUP: Final = {
     "semi": Tok.SEMI,
     "op": Tok.OP,
 }
+# The same by group number (a match's ``lastindex``, cheaper to ask than its group's name).
+_KIND_BY_INDEX: Final = tuple(
+    next((_KIND_BY_GROUP.get(n) for n, i in _TOKEN_RE.groupindex.items() if i == index), None)
+    for index in range(_TOKEN_RE.groups + 1)
+)
+_VCOMMENT: Final = _TOKEN_RE.groupindex["vcomment"]
+_VEND: Final = _TOKEN_RE.groupindex["vend"]
 
 
 #: ``Token(kind, text, start, end)`` without the named tuple's Python-level ``__new__``.
@@ -149,24 +156,27 @@ def tokenize(text: str) -> list[Token]:
             if pos >= length:
                 break
             raise parse_error(text[pos:], text.count("\n", 0, pos) + 1)
-        group = match.lastgroup
-        pos = match.start(group) if group is not None else pos
-        end = match.end()
-        if group == "vcomment":
+        group = match.lastindex
+        if group is None:  # not reached: one alternative always matches
+            pos = match.end()
+            continue
+        pos, end = match.span(group)
+        kind = _KIND_BY_INDEX[group]
+        if kind is not None:
+            tokens.append(_new_token(Token, (kind, text[pos:end], pos, end)))
+        elif group == _VCOMMENT:
             digits = text[pos + 3 : end]
             if digits and int(digits) > _SERVER_VERSION_ID:
                 close = text.find("*/", end)
                 end = length if close < 0 else close + 2
             else:
                 open_versions += 1
-        elif group == "vend":
+        elif group == _VEND:
             if open_versions == 0:
                 tokens.append(Token(Tok.OP, "*", pos, pos + 1))
                 tokens.append(Token(Tok.OP, "/", pos + 1, end))
             else:
                 open_versions -= 1
-        elif group != "comment" and group is not None:
-            tokens.append(_new_token(Token, (_KIND_BY_GROUP[group], text[pos:end], pos, end)))
         pos = end
     return tokens
 

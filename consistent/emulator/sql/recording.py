@@ -209,7 +209,9 @@ def replay(
     A lookup that now fails is reported as False too: the caller then runs the statement the
     long way, which raises the error where it belongs.
     """
-    for call in calls:
+    for index, call in enumerate(calls):
+        if index and _asked_before(calls, index):
+            continue  # the same name resolves to the same table within a statement
         try:
             ref = ctx.resolve_table(call.schema, call.name)
         except SqlError:
@@ -224,3 +226,8 @@ def replay(
         if type(value) is not type(variable.value) or value != variable.value:
             return False
     return True
+
+
+def _asked_before(calls: tuple[TableCall, ...], index: int) -> bool:
+    call = calls[index]
+    return any(c.name == call.name and c.schema == call.schema for c in calls[:index])

@@ -1,7 +1,10 @@
 """Per-server caches of the work done for a statement before it runs.
 
-Query texts that come again verbatim keep their lexed statements and shapes.  Then two
-levels keyed by :class:`~consistent.emulator.sql.shapes.Shape`:
+Query texts that come again verbatim keep their lexed statements and shapes, from the second
+time they come: a text seen once (an INSERT with its own values) leaves only itself behind, not
+the dozens of objects of its tokens and shape, which would live on until evicted and make every
+garbage collection on the way walk them.  Then two levels keyed by
+:class:`~consistent.emulator.sql.shapes.Shape`:
 
 * **trees** — the parsed form of a shape's template text.  :meth:`StatementCache.parse` hands
   out a copy with the statement's own values put back, which is exactly the tree sqlglot
@@ -161,6 +164,8 @@ class StatementCache:
         self._trees: LruCache[str, _Tree | bool] = LruCache(trees)
         self._plans: LruCache[tuple[str, str], object] = LruCache(plans)
         self._seen: LruCache[tuple[str, str], bool] = LruCache(_SEEN)
+        self._seen_texts: LruCache[str, bool] = LruCache(_SEEN)
+        self._seen_statements: LruCache[str, bool] = LruCache(_SEEN)
 
     def split(self, sql: str) -> list[Statement]:
         """:func:`split_statements` of query text, remembered for texts that come again
@@ -169,6 +174,8 @@ class StatementCache:
             return split_statements(sql)
         known = self._texts.get(sql)
         if known is None:
+            if not _again(self._seen_texts, sql):
+                return split_statements(sql)
             known = tuple(split_statements(sql))
             self._texts.put(sql, known)
         return list(known)
@@ -180,6 +187,8 @@ class StatementCache:
             return shape_of(text, statement.tokens)
         known = self._shapes.get(text)
         if known is None:
+            if not _again(self._seen_statements, text):
+                return shape_of(text, statement.tokens)
             known = shape_of(text, statement.tokens) or False
             self._shapes.put(text, known)
         return known if isinstance(known, Shape) else None
@@ -194,10 +203,7 @@ class StatementCache:
 
     def seen_before(self, kind: str, key: str) -> bool:
         """Whether ``(kind, key)`` was asked about before (and note that it now was)."""
-        if self._seen.get((kind, key)) is not None:
-            return True
-        self._seen.put((kind, key), True)
-        return False
+        return _again(self._seen, (kind, key))
 
     def parse(self, text: str, shape: Shape | None) -> exp.Expression:
         """The sqlglot tree of ``text`` (whose shape is ``shape``), parsed at most twice per
@@ -236,3 +242,13 @@ class StatementCache:
         self._trees.clear()
         self._plans.clear()
         self._seen.clear()
+        self._seen_texts.clear()
+        self._seen_statements.clear()
+
+
+def _again(seen: LruCache[K, bool], key: K) -> bool:
+    """Whether ``key`` was seen before (and note that it now was)."""
+    if seen.get(key) is not None:
+        return True
+    seen.put(key, True)
+    return False

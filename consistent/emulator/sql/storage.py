@@ -134,6 +134,9 @@ class SessionStore:
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
         self.conn = storage.connect()
+        self.writes = self.conn.cursor()
+        """A cursor for statements whose rows nobody reads (transaction control, the GTID
+        row): ``conn.execute`` would make a new cursor for each."""
         self.mode = TxMode.NONE
         self.savepoints: list[str] = []
 
@@ -146,7 +149,7 @@ class SessionStore:
         """Open a read transaction if none is open; its snapshot is taken at the first read
         (as InnoDB's), or right away with ``snapshot_now`` (WITH CONSISTENT SNAPSHOT)."""
         if self.mode is TxMode.NONE:
-            self.conn.execute("BEGIN")
+            self.writes.execute("BEGIN")
             self.mode = TxMode.READ
             if snapshot_now:
                 self.conn.execute("SELECT COUNT(*) FROM main.sqlite_master").fetchone()
@@ -159,7 +162,6 @@ class SessionStore:
             return
         await self.storage.acquire(self, timeout)
         self._write_locked()
-        del wait
 
     def try_begin_write(self) -> bool:
         """:meth:`begin_write` if the writer lock is free right now; False (nothing done)
@@ -173,23 +175,23 @@ class SessionStore:
 
     def _write_locked(self) -> None:
         if self.mode is TxMode.READ:
-            self.conn.execute("COMMIT")
-        self.conn.execute("BEGIN IMMEDIATE")
+            self.writes.execute("COMMIT")
+        self.writes.execute("BEGIN IMMEDIATE")
         self.mode = TxMode.WRITE
         for name in self.savepoints:
-            self.conn.execute(f"SAVEPOINT {quote_ident(name)}")
+            self.writes.execute(f"SAVEPOINT {quote_ident(name)}")
 
     def commit(self) -> None:
         """Commit the SQLite transaction (if any) and release the writer lock."""
         if self.mode is not TxMode.NONE:
-            self.conn.execute("COMMIT")
+            self.writes.execute("COMMIT")
         self._end()
 
     def rollback(self) -> None:
         """Roll back the SQLite transaction (if any) and release the writer lock."""
         if self.mode is not TxMode.NONE:
             with contextlib.suppress(sqlite3.OperationalError):
-                self.conn.execute("ROLLBACK")
+                self.writes.execute("ROLLBACK")
         self._end()
 
     def _end(self) -> None:
@@ -203,15 +205,15 @@ class SessionStore:
             self.begin_read()
         if name in self.savepoints:
             self.release_savepoint(name)
-        self.conn.execute(f"SAVEPOINT {quote_ident(name)}")
+        self.writes.execute(f"SAVEPOINT {quote_ident(name)}")
         self.savepoints.append(name)
 
     def rollback_to(self, name: str) -> None:
         """ROLLBACK TO SAVEPOINT: later savepoints disappear, this one stays."""
-        self.conn.execute(f"ROLLBACK TO {quote_ident(name)}")
+        self.writes.execute(f"ROLLBACK TO {quote_ident(name)}")
         del self.savepoints[self.savepoints.index(name) + 1 :]
 
     def release_savepoint(self, name: str) -> None:
         """RELEASE SAVEPOINT: this one and later ones disappear."""
-        self.conn.execute(f"RELEASE {quote_ident(name)}")
+        self.writes.execute(f"RELEASE {quote_ident(name)}")
         del self.savepoints[self.savepoints.index(name) :]
