@@ -299,8 +299,7 @@ def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame
     from_primary = F.col("level").isin("read_all_writes", "read_latest")
     wrote = _produced().isNotNull()
     reported = from_primary & _gtid("gtid_required").isNotNull()
-    text = F.concat_ws(",", _produced(), F.when(from_primary, _gtid("gtid_required")))
-    # Without a reported set the text is the produced one: its highest GNO is read once.
+    # The highest GNO of both sets is the higher of each one's (each text read once).
     return statements.where(wrote | reported).select(
         *[F.when(wrote, F.col(c)).alias(c) for c in ("session_id", "span_id", "start_ns")],
         "end_ns",
@@ -309,7 +308,9 @@ def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame
             for s, name in zip(sources, _per_source("produced", sources), strict=True)
         ],
         *[
-            F.when(reported, _high(text, s)).otherwise(_high(_produced(), s)).alias(name)
+            F.when(reported, F.greatest(_high(_produced(), s), _high(_gtid("gtid_required"), s)))
+            .otherwise(_high(_produced(), s))
+            .alias(name)
             for s, name in zip(sources, _per_source("primary", sources), strict=True)
         ],
     )
