@@ -506,6 +506,14 @@ def lookups(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> Re
     )
 
 
+def _replica_index(replicas: Sequence[str]) -> Column:
+    """The read's position in ``replicas`` (-1: none of them; null: no replica recorded)."""
+    if not replicas:
+        return F.lit(None).cast(LongType())
+    names = F.array(*[F.lit(name) for name in replicas])
+    return (F.array_position(names, F.col("replica")) - F.lit(1)).cast(LongType())
+
+
 def analyze_reads(
     statements: DataFrame,
     lag: DataFrame,
@@ -523,14 +531,16 @@ def analyze_reads(
     spark = statements.sparkSession
     # Pickled here by cloudpickle (this module's classes by value, see batch_lookup): Spark's
     # own pickling of a broadcast would name them by module, for the executors to import.
-    packed = cloudpickle.dumps(lookups(statements, lag, sources))  # type: ignore[no-untyped-call]
+    collected = lookups(statements, lag, sources)
+    packed = cloudpickle.dumps(collected)  # type: ignore[no-untyped-call]
     shared = spark.sparkContext.broadcast(packed)
     names = lookup_fields(len(sources))
     found_type = StructType([StructField(name, LongType()) for name in names])
     # An iterator UDF, as the function's annotations say: PySpark's stubs know only the form
     # that names it with ``functionType``, which PySpark itself warns against.
     look_up = arrow_udf(batch_lookup(shared, len(sources)), found_type)  # type: ignore[call-overload]
-    found = look_up(*[F.col(name) for name in lookup_inputs(len(sources))])
+    inputs = {"replica_index": _replica_index(collected.replicas())}
+    found = look_up(*[inputs.get(name, F.col(name)) for name in lookup_inputs(len(sources))])
     looked_up = reads.select("*", found.alias("_found")).select(
         *reads.columns, *[F.col("_found")[name].alias(name) for name in names]
     )
