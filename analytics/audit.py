@@ -299,8 +299,7 @@ def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame
     from_primary = F.col("level").isin("read_all_writes", "read_latest")
     wrote = _produced().isNotNull()
     reported = from_primary & _gtid("gtid_required").isNotNull()
-    text = F.concat_ws(",", _produced(), F.when(from_primary, _gtid("gtid_required")))
-    # Without a reported set the text is the produced one: its highest GNO is read once.
+    # The highest GNO of both sets is the higher of each one's (each text read once).
     return statements.where(wrote | reported).select(
         *[F.when(wrote, F.col(c)).alias(c) for c in ("session_id", "span_id", "start_ns")],
         "end_ns",
@@ -309,7 +308,9 @@ def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame
             for s, name in zip(sources, _per_source("produced", sources), strict=True)
         ],
         *[
-            F.when(reported, _high(text, s)).otherwise(_high(_produced(), s)).alias(name)
+            F.when(reported, F.greatest(_high(_produced(), s), _high(_gtid("gtid_required"), s)))
+            .otherwise(_high(_produced(), s))
+            .alias(name)
             for s, name in zip(sources, _per_source("primary", sources), strict=True)
         ],
     )
@@ -505,6 +506,14 @@ def lookups(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> Re
     )
 
 
+def _replica_index(replicas: Sequence[str]) -> Column:
+    """The read's position in ``replicas`` (-1: none of them; null: no replica recorded)."""
+    if not replicas:
+        return F.lit(None).cast(LongType())
+    names = F.array(*[F.lit(name) for name in replicas])
+    return (F.array_position(names, F.col("replica")) - F.lit(1)).cast(LongType())
+
+
 def analyze_reads(
     statements: DataFrame,
     lag: DataFrame,
@@ -522,14 +531,16 @@ def analyze_reads(
     spark = statements.sparkSession
     # Pickled here by cloudpickle (this module's classes by value, see batch_lookup): Spark's
     # own pickling of a broadcast would name them by module, for the executors to import.
-    packed = cloudpickle.dumps(lookups(statements, lag, sources))  # type: ignore[no-untyped-call]
+    collected = lookups(statements, lag, sources)
+    packed = cloudpickle.dumps(collected)  # type: ignore[no-untyped-call]
     shared = spark.sparkContext.broadcast(packed)
     names = lookup_fields(len(sources))
     found_type = StructType([StructField(name, LongType()) for name in names])
     # An iterator UDF, as the function's annotations say: PySpark's stubs know only the form
     # that names it with ``functionType``, which PySpark itself warns against.
     look_up = arrow_udf(batch_lookup(shared, len(sources)), found_type)  # type: ignore[call-overload]
-    found = look_up(*[F.col(name) for name in lookup_inputs(len(sources))])
+    inputs = {"replica_index": _replica_index(collected.replicas())}
+    found = look_up(*[inputs.get(name, F.col(name)) for name in lookup_inputs(len(sources))])
     looked_up = reads.select("*", found.alias("_found")).select(
         *reads.columns, *[F.col("_found")[name].alias(name) for name in names]
     )

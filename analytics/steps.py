@@ -311,6 +311,11 @@ class ReadLookups:
     def sources(self) -> int:
         return len(self.primary)
 
+    def replicas(self) -> list[str]:
+        """The sampled replicas, in the order of the ``replica_index`` column that
+        :func:`look_up_batch` reads (:func:`lookup_inputs`)."""
+        return sorted(self.evidence)
+
 
 def lookup_fields(sources: int) -> list[str]:
     """The columns :func:`look_up_batch` adds, per source ``i``: ``req{i}`` (what the read
@@ -355,9 +360,13 @@ def _credible_known(
 
 def lookup_inputs(sources: int) -> list[str]:
     """The columns :func:`look_up_batch` reads, in the order :func:`batch_lookup`'s function
-    takes them."""
+    takes them.  The read's replica comes as ``replica_index``, its position in
+    :meth:`ReadLookups.replicas` (any other number or null: a replica never sampled), so that
+    a number crosses to Python instead of a name."""
     per_source = [f"{name}{i}" for name in ("required", "wait", "known") for i in range(sources)]
-    return ["session_id", "span_id", "replica", "start_ns", "end_ns", *per_source, "known_at_ns"]
+    return [
+        "session_id", "span_id", "replica_index", "start_ns", "end_ns", *per_source, "known_at_ns"
+    ]  # fmt: skip
 
 
 def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
@@ -365,11 +374,8 @@ def look_up_batch(batch: Any, lookups: ReadLookups) -> Any:
     :func:`lookup_inputs` columns), as a ``pyarrow.StructArray``."""
     start = _longs(batch.column("start_ns"))
     end = _longs(batch.column("end_ns"))
-    replica = batch.column("replica")
-    masks = {
-        name: pc.fill_null(pc.equal(replica, name), False).to_numpy(zero_copy_only=False)
-        for name in lookups.evidence
-    }
+    replica = _longs(batch.column("replica_index"))
+    masks = {name: replica == index for index, name in enumerate(lookups.replicas())}
     credible = _credible_known(batch, lookups, masks, start.shape)
     earlier = lookups.earlier(batch)
     added: dict[str, Any] = {}

@@ -209,8 +209,6 @@ def gtid_high(text: Column, source: str) -> Column:
 #: One untagged group in canonical form: ``uuid:intervals`` (lower-case, no blanks, no comma,
 #: no tag; the intervals numbers joined by single ``:`` or ``-``).
 _PLAIN_GROUP: Final = "^[0-9a-f-]{36}:[0-9]++(?:[:-][0-9]++)*+$"
-#: What follows ``uuid:`` in a plain group.
-_PLAIN_TAIL: Final = "^[0-9]++(?:[:-][0-9]++)*+$"
 
 
 def _plain_group(text: Column) -> Column:
@@ -222,46 +220,57 @@ def _plain_group(text: Column) -> Column:
     return text.rlike(_PLAIN_GROUP)
 
 
+def _own_last(text: Column, uuid: str) -> Column:
+    """The last number of raw ``text`` when it is one untagged group of ``uuid`` in canonical
+    form (``uuid:`` then numbers joined by single ``:`` or ``-``), else the empty string (null
+    for null text): one anchored expression without backtracking, which checks the group and
+    captures its last number in the same scan."""
+    return F.regexp_extract(text, f"^{re.escape(uuid)}:(?:[0-9]++[:-])*+([0-9]++)$", 1)
+
+
 def gtid_high_raw(text: Column, source: str) -> Column:
     """:func:`gtid_high` of raw GTID text (:func:`clean_gtid_text` not applied).  One plain
     group (:func:`_plain_group`) is answered without the expressions of :func:`gtid_high`:
     its source is its head and its highest GNO the last number; other text goes through
-    :func:`gtid_high`.  The usual case, a plain group of ``source`` itself, is recognised by
-    its head and a check of the rest only."""
-    last = F.substring_index(F.substring_index(text, ":", -1), "-", -1).try_cast(LongType())
+    :func:`gtid_high`.  The usual case, a plain group of ``source`` itself, takes one
+    expression, evaluated once (:func:`_own_last`)."""
     uuid, _, tag = source.partition(":")
     slow = gtid_high(clean_gtid_text(text), source)
     nothing = F.lit(None).cast(LongType())
     if tag or source.isdigit():
         return F.when(_plain_group(text), nothing).otherwise(slow)
-    own = text.startswith(f"{uuid}:") & F.substring(text, 38, 1 << 30).rlike(_PLAIN_TAIL)
-    return F.when(own, F.when(last >= 1, last)).when(_plain_group(text), nothing).otherwise(slow)
+    # Null when the text is not a plain group of ``source`` (the empty capture).  Written as
+    # a coalesce whose every argument reads it, so that Spark evaluates the expression once
+    # per row (a common subexpression); a CASE reading it in one branch only would run it
+    # again there.
+    own = _own_last(text, uuid).try_cast(LongType())
+    other = F.when(_plain_group(text), nothing).otherwise(slow)
+    return F.coalesce(F.when(own >= 1, own), F.when(own.isNull(), other))
 
 
-def _one_untagged_group(text: Column) -> Column:
-    """True when raw ``text`` names exactly the source its first 36 characters spell (the
-    sources of ``uuid:1``): ``head:`` then a digit, no comma (a second group), no tag (a
-    letter or an underscore after the head).  Weaker than :func:`_plain_group` (the
-    intervals need not be well-formed, the head need not be a UUID: then neither text names
-    a source), and checked without a regular expression: a byte search and two case
-    conversions."""
-    tail = F.substring(text, 38, 1 << 30)
-    return (
-        (F.substring(text, 37, 1) == ":")
-        & F.substring(tail, 1, 1).between("0", "9")
-        & ~text.contains(",")
-        & ~tail.contains("_")
-        & (F.upper(tail) == F.lower(tail))
-    )
+#: One untagged group of any head: 36 characters, ``:``, then digits, ``:`` and ``-`` only.
+_ONE_UNTAGGED_GROUP: Final = "^[^,]{36}:[0-9][0-9:-]*+$"
+#: A MySQL interval (``:n`` or ``:n-m``), and a MariaDB position ``domain-server-sequence``.
+_INTERVAL: Final = ":[0-9]++(?:-[0-9]++)?"
+_POSITION: Final = "(^|,)([0-9]++)-[0-9]++-[0-9]++(?=,|$)"
 
 
 def gtid_source_representative(text: Column) -> Column:
-    """Raw GTID text, or a short text naming the same sources (:func:`gtid_sources_of`): one
-    untagged group becomes ``head:1``, so that collecting the sources of many sets runs the
-    expressions over the few distinct representatives only."""
+    """Raw GTID text, or a short text naming the same sources (:func:`gtid_sources_of`), so
+    that collecting the sources of many sets runs the expressions over the few distinct
+    representatives only:
+
+    * one untagged group (36 characters, ``:``, then only digits, ``:`` and ``-``) becomes
+      ``head:1``: every expression of :func:`gtid_sources_of` reads the same head, and a
+      tail of digits and separators either way;
+    * any other text has its numbers set to 1 (each MySQL interval becomes ``:1``, each
+      MariaDB position ``domain-1-1``): the heads, tags and domains that name sources stay,
+      and so do the separators the expressions look for, so a set of many groups (several
+      primaries, MariaDB domains) is represented by its shape."""
+    numbers = F.regexp_replace(F.regexp_replace(text, _INTERVAL, ":1"), _POSITION, "$1$2-1-1")
     return F.when(
-        _one_untagged_group(text), F.concat(F.substring(text, 1, 37), F.lit("1"))
-    ).otherwise(text)
+        text.rlike(_ONE_UNTAGGED_GROUP), F.concat(F.substring(text, 1, 37), F.lit("1"))
+    ).otherwise(numbers)
 
 
 def _mysql_sources(group: Column) -> Column:

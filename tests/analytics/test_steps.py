@@ -198,7 +198,8 @@ def test_look_up_batch() -> None:
         {
             "span_id": ["r1", "r2", "r3", "r4", "r5"],
             "session_id": ["S", "S", "S", "T", None],
-            "replica": ["A", "A", "B", "C", None],
+            # A, A, B, C (never sampled), none.
+            "replica_index": [0, 0, 1, -1, None],
             "start_ns": [120, 215, 170, 300, 120],
             "end_ns": [130, 220, 175, 310, 130],
             "required0": [None, None, 3, None, None],
@@ -210,7 +211,7 @@ def test_look_up_batch() -> None:
             [
                 ("span_id", pa.string()),
                 ("session_id", pa.string()),
-                ("replica", pa.string()),
+                ("replica_index", pa.int64()),
                 ("start_ns", pa.int64()),
                 ("end_ns", pa.int64()),
                 ("required0", pa.int64()),

@@ -104,7 +104,17 @@ def test_gtid_high_raw_plain_groups_and_the_rest(spark: SparkSession) -> None:
 
 
 def test_gtid_source_representative(spark: SparkSession) -> None:
-    texts = [f"{U1}:1-5:7", f"{U1}:1-5,{U2}:7", f"{U1}:tg:3", None]
+    """One group becomes ``head:1``; the numbers of any other set become 1, so that sets of
+    the same sources share one representative whatever they hold."""
+    texts = [
+        f"{U1}:1-5:7",
+        f"{U1}:1-5,{U2}:7",
+        f"{U1}:2-9:11-12,{U2}:3-4",
+        f"{U1}:tg:3-8",
+        "0-1-4,2-7-9",
+        "0-3-12,2-1-1",
+        None,
+    ]
     df = _gtid_frame(spark, texts).select(  # type: ignore[attr-defined]
         "id", transforms.gtid_source_representative(F.col("text")).alias("text")
     )
@@ -113,9 +123,12 @@ def test_gtid_source_representative(spark: SparkSession) -> None:
         struct(("id", LongType()), ("text", StringType())),
         [
             {"id": 0, "text": f"{U1}:1"},
-            {"id": 1, "text": f"{U1}:1-5,{U2}:7"},
-            {"id": 2, "text": f"{U1}:tg:3"},
-            {"id": 3, "text": None},
+            {"id": 1, "text": f"{U1}:1,{U2}:1"},
+            {"id": 2, "text": f"{U1}:1:1,{U2}:1"},
+            {"id": 3, "text": f"{U1}:tg:1"},
+            {"id": 4, "text": "0-1-1,2-1-1"},
+            {"id": 5, "text": "0-1-1,2-1-1"},
+            {"id": 6, "text": None},
         ],
     )
     assertDataFrameEqual(df, expected)
@@ -123,7 +136,7 @@ def test_gtid_source_representative(spark: SparkSession) -> None:
 
 def test_a_representative_names_the_sources_of_its_text(spark: SparkSession) -> None:
     """Whatever the text, its representative names the same sources (and is short for one
-    untagged group, however its intervals are written)."""
+    untagged group whose intervals are digits, ``:`` and ``-``, well-formed or not)."""
     texts = [
         f"{U1}:1-5:7",
         f"{U1.upper()}:3",
@@ -138,6 +151,13 @@ def test_a_representative_names_the_sources_of_its_text(spark: SparkSession) -> 
         "0-1-10",
         "0" * 36 + ":5",
         "x",
+        f"{U1}:1-5:7,{U2}:3-9",
+        "0-1-4,2-7-9",
+        f"{U1}:1-5:tg:3-4,{U2}:8",
+        "0-1-4,x",
+        f"{U1}:5-6-7,0-1-2",
+        f"{U1}:1-5 ,{U2}:3",
+        "12345678-1234-1234-1234-123456789012:1-2,0-1-5",
     ]
     df = _gtid_frame(spark, texts).select(  # type: ignore[attr-defined]
         "id",
@@ -154,7 +174,7 @@ def test_a_representative_names_the_sources_of_its_text(spark: SparkSession) -> 
         r["id"]: sorted(r["of_text"]) for r in rows
     }
     short = {r["id"] for r in rows if r["rep"] == f"{r['rep'][:36]}:1"}
-    assert short == {0, 1, 2, 3, 5, 11}
+    assert short == {0, 1, 5, 11}
 
 
 def test_gtid_sources_of(spark: SparkSession) -> None:
@@ -179,7 +199,7 @@ def test_gtid_sources_of(spark: SparkSession) -> None:
 
 def test_gtid_high_agrees_with_the_gtid_module(spark: SparkSession) -> None:
     """Random canonical sets, written by ``consistent.gtid``: the highest GNO per UUID that
-    module computes is what the Spark expression finds."""
+    module computes is what the Spark expressions find, on clean and on raw text."""
     rng = random.Random(7)
     uuids = [f"{i:08x}-71ca-11e1-9e33-c80aa9429562" for i in range(3)]
     sets = []
@@ -192,7 +212,9 @@ def test_gtid_high_agrees_with_the_gtid_module(spark: SparkSession) -> None:
         sets.append(gtids)
     clean = transforms.clean_gtid_text(F.col("text"))
     df = _gtid_frame(spark, [str(s) for s in sets]).select(  # type: ignore[attr-defined]
-        "id", *[transforms.gtid_high(clean, u).alias(f"u{i}") for i, u in enumerate(uuids)]
+        "id",
+        *[transforms.gtid_high(clean, u).alias(f"u{i}") for i, u in enumerate(uuids)],
+        *[transforms.gtid_high_raw(F.col("text"), u).alias(f"r{i}") for i, u in enumerate(uuids)],
     )
     expected_rows: list[dict[str, int | None]] = []
     for index, gtids in enumerate(sets):
@@ -201,8 +223,10 @@ def test_gtid_high_agrees_with_the_gtid_module(spark: SparkSession) -> None:
             highs[uuid] = max(highs.get(uuid, 0), end)
         row: dict[str, int | None] = {"id": index}
         row |= {f"u{i}": highs.get(u) for i, u in enumerate(uuids)}
+        row |= {f"r{i}": highs.get(u) for i, u in enumerate(uuids)}
         expected_rows.append(row)
-    out = struct(("id", LongType()), *[(f"u{i}", LongType()) for i in range(len(uuids))])
+    names = [f"{kind}{i}" for kind in ("u", "r") for i in range(len(uuids))]
+    out = struct(("id", LongType()), *[(name, LongType()) for name in names])
     assertDataFrameEqual(df, frame(spark, out, expected_rows))
 
 
