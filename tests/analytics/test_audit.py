@@ -138,15 +138,17 @@ def test_sources_and_lookups_equal_those_collected_apart(
     """The sources the samples name are a guess that the statements' pass checks: whatever
     the sets name beyond it, the result is what :func:`gtid_sources` and :func:`lookups`
     give."""
-    extra = {
-        "two primaries": {"gtid_produced": f"{V}:1-3,{U}:1-9"},
-        "a domain no sample names": {"gtid_produced": "0-1-4,2-1-9"},
-        "a tag": {"gtid_produced": f"{U}:1-9:tg:1-2"},
-        "upper case": {"gtid_produced": f"{U.upper()}:1-9"},
+    produced = {
+        "two primaries": f"{V}:1-3,{U}:1-9",
+        "a domain no sample names": "0-1-4,2-1-9",
+        "a tag": f"{U}:1-9:tg:1-2",
     }
     rows = [*STATEMENTS]
-    if case in extra:
-        rows.append(_write("m", "S", 1, 2, "eventual", 0) | extra[case])
+    if case in produced:
+        rows.append(_write("m", "S", 1, 2, "eventual", 0) | {"gtid_produced": produced[case]})
+    if case == "upper case":  # a read's set only, of a sampled source written otherwise
+        rows.append(_read("ru", "O", 400, 405, "read_own_writes", R1, "known_covered",
+                          gtid_required=f"{U.upper()}:1-7"))  # fmt: skip
     samples = [*LAG]
     if case == "two primaries":
         samples.append(_sample("v", R1, 300, 301, None) | {"lag_reachable": True,
