@@ -55,7 +55,8 @@ are collected in one pass over the statements (and one over the samples) and bro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Final
@@ -64,7 +65,7 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark import cloudpickle
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark convention)
 from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.types import (
@@ -89,6 +90,7 @@ from analytics.steps import (
     lookup_inputs,
 )
 from analytics.transforms import (
+    UUID_PATTERN,
     clean_gtid_text,
     gtid_high_raw,
     gtid_source_representative,
@@ -112,6 +114,7 @@ __all__ = [
     "primary_state",
     "replica_reads",
     "replica_states",
+    "sources_and_lookups",
     "statement_states",
     "unproven_reason",
     "violation_rows",
@@ -201,11 +204,15 @@ def _sample_state() -> Column:
     return F.concat_ws(",", F.col("lag_last_applied_gtid"), F.col("lag_gtid_slave_pos"))
 
 
+#: The GTID attributes whose sources :func:`gtid_sources` collects from the statements.
+_SOURCE_TEXTS: Final = ("gtid_produced", "gtid_required")
+
+
 def gtid_sources(statements: DataFrame, lag: DataFrame) -> DataFrame:
     """Every source (``source``: a server UUID, ``uuid:tag`` or a MariaDB domain) a produced or
     required set or a replica's sampled state names; to be collected (a handful)."""
     texts = statements.select(
-        F.explode(F.array(_gtid("gtid_produced"), _gtid("gtid_required"))).alias("text")
+        F.explode(F.array(*[_gtid(name) for name in _SOURCE_TEXTS])).alias("text")
     ).unionByName(lag.select(_sample_state().alias("text")))
     named = texts.where(F.col("text").isNotNull() & (F.col("text") != ""))
     distinct = named.select(gtid_source_representative(F.col("text")).alias("text")).distinct()
@@ -288,6 +295,16 @@ def _produced() -> Column:
     return _gtid("gtid_produced")
 
 
+def _wrote() -> Column:
+    return _produced().isNotNull()
+
+
+def _reported() -> Column:
+    """A required set made of what the primary reported (``read_all_writes``, ``read_latest``)."""
+    from_primary = F.col("level").isin("read_all_writes", "read_latest")
+    return from_primary & _gtid("gtid_required").isNotNull()
+
+
 def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame:
     """One row per statement that produced a set or that records the primary's state (the
     required sets of ``read_all_writes`` and ``read_latest`` statements, made of what the
@@ -296,11 +313,16 @@ def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame
     produced and those required sets, a lower bound of the primary's state at its end), and,
     for a statement that produced a set, the ``session_id``, ``span_id`` and ``start_ns``
     that order it in its session."""
-    from_primary = F.col("level").isin("read_all_writes", "read_latest")
-    wrote = _produced().isNotNull()
-    reported = from_primary & _gtid("gtid_required").isNotNull()
+    return _states(statements, sources, _wrote() | _reported())
+
+
+def _states(
+    statements: DataFrame, sources: Sequence[str], rows: Column, *extra: Column
+) -> DataFrame:
+    """:func:`statement_states` of the statements ``rows`` selects, with ``extra`` columns."""
+    wrote = _wrote()
     # The highest GNO of both sets is the higher of each one's (each text read once).
-    return statements.where(wrote | reported).select(
+    return statements.where(rows).select(
         *[F.when(wrote, F.col(c)).alias(c) for c in ("session_id", "span_id", "start_ns")],
         "end_ns",
         *[
@@ -308,11 +330,12 @@ def statement_states(statements: DataFrame, sources: Sequence[str]) -> DataFrame
             for s, name in zip(sources, _per_source("produced", sources), strict=True)
         ],
         *[
-            F.when(reported, F.greatest(_high(_produced(), s), _high(_gtid("gtid_required"), s)))
+            F.when(_reported(), F.greatest(_high(_produced(), s), _high(_gtid("gtid_required"), s)))
             .otherwise(_high(_produced(), s))
             .alias(name)
             for s, name in zip(sources, _per_source("primary", sources), strict=True)
         ],
+        *extra,
     )
 
 
@@ -465,6 +488,82 @@ def lookups(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> Re
     collected to the driver: at most one point per reachable lag sample, per primary-state
     record (:func:`primary_state`) and per commit (:func:`commits`), 16 bytes each, and the
     sessions' writes (:class:`analytics.steps.SessionSteps`)."""
+    return _lookups(statement_states(statements, sources).toArrow(), lag, sources)
+
+
+def _only_of(sources: Sequence[str]) -> str | None:
+    """A regular expression matching raw GTID text whose every group is a plain group of one
+    of ``sources`` (an untagged MySQL group of one of their UUIDs, or a MariaDB position in
+    one of their domains): text that names none of the other sources.  ``None``: no such
+    text (no source, or only tagged ones)."""
+    uuids = [re.escape(s) for s in sources if not s.isdigit() and ":" not in s]
+    domains = [s for s in sources if s.isdigit()]
+    groups = []
+    if uuids:
+        groups.append(f"(?:{'|'.join(uuids)}):[0-9]++(?:[:-][0-9]++)*+")
+    if domains:
+        groups.append(f"(?:{'|'.join(domains)})-[0-9]++-[0-9]++")
+    if not groups:
+        return None
+    group = f"(?:{'|'.join(groups)})"
+    return f"^{group}(?:,{group})*+$"
+
+
+def _beyond(text: Column, pattern: str | None) -> Column:
+    """The representative of GTID text that may name a source beyond those ``pattern``
+    (:func:`_only_of`) allows; null otherwise."""
+    named = text.isNotNull() & (text != "")
+    beyond = named if pattern is None else named & ~text.rlike(pattern)
+    return F.when(beyond, gtid_source_representative(text))
+
+
+#: The representative of one untagged group of a lower-case UUID (``uuid:1``).
+_UUID_ONE: Final = re.compile(f"({UUID_PATTERN}):1")
+
+
+def _sources_named(spark: SparkSession, texts: Iterable[str | None]) -> list[str]:
+    """The sources a few GTID representatives name (:func:`gtid_sources_of`): that of
+    ``uuid:1`` is its UUID, as the expression finds it; any other text is read by the
+    expression itself, in a job without shuffle."""
+    distinct = {text for text in texts if text is not None}
+    plain = {text for text in distinct if _UUID_ONE.fullmatch(text)}
+    sources = {text[:36] for text in plain}
+    if others := sorted(distinct - plain):
+        frame = spark.createDataFrame([(text,) for text in others], "text string")
+        named = frame.select(F.explode(gtid_sources_of(clean_gtid_text(F.col("text")))))
+        sources |= {str(row[0]) for row in named.collect()}
+    return sorted(sources)
+
+
+def sources_and_lookups(statements: DataFrame, lag: DataFrame) -> tuple[list[str], ReadLookups]:
+    """:func:`gtid_sources` (collected) and :func:`lookups`, with one pass over the statements
+    instead of two when the lag samples name every source.
+
+    The sources the samples name (a few rows) are a guess.  The pass that collects the
+    statements' states with them also returns the representative of every produced or
+    required set that may name another source (one expression per text: every group a plain
+    group of a guessed source, :func:`_only_of`), which is none in the usual trace.  When those
+    name another source (a primary no sampled replica applied from, no samples at all), the
+    states are collected again with every source."""
+    spark = statements.sparkSession
+    sampled = lag.agg(F.collect_set(_beyond(_sample_state(), None))).first()
+    guessed = _sources_named(spark, sampled[0] if sampled is not None else [])
+    pattern = _only_of(guessed)
+    beyond = {f"_beyond_{name}": _beyond(_gtid(name), pattern) for name in _SOURCE_TEXTS}
+    rows = _any([_wrote(), _reported(), *[text.isNotNull() for text in beyond.values()]])
+    extra = [text.alias(name) for name, text in beyond.items()]
+    states = _states(statements, guessed, rows, *extra).toArrow()
+    texts = sorted({t for name in beyond for t in _strings(states, name) if t is not None})
+    found = _sources_named(spark, texts)
+    sources = sorted({*guessed, *found})
+    if sources != guessed:
+        states = statement_states(statements, sources).toArrow()
+    return sources, _lookups(states, lag, sources)
+
+
+def _lookups(states: Any, lag: DataFrame, sources: Sequence[str]) -> ReadLookups:
+    """:func:`lookups` from the statements' states collected (an Arrow table of at least the
+    :func:`statement_states` columns; rows with no value of their own change nothing)."""
     n = range(len(sources))
     samples = replica_states(lag, sources).toArrow()
     replicas = _strings(samples, "replica")
@@ -478,8 +577,6 @@ def lookups(statements: DataFrame, lag: DataFrame, sources: Sequence[str]) -> Re
         applied = [_longs(samples, f"applied{i}")[mine] for i in n]
         evidence[name] = tuple(build(ends[mine], a, "past") for a in applied)
         observation[name] = tuple(build(starts[mine], a, "future") for a in applied)
-    # One pass over the statements for the primary's state, the commits and the sessions.
-    states = statement_states(statements, sources).toArrow()
     binlog = _binlog_states(lag, sources).toArrow()
     at = _longs(states, "end_ns")
     primary_at = np.concatenate([at, _longs(binlog, "at_ns")])
@@ -518,10 +615,12 @@ def analyze_reads(
     statements: DataFrame,
     lag: DataFrame,
     sources: Sequence[str],
+    collected: ReadLookups | None = None,
 ) -> ReadAnalysis:
     """The audit and staleness of every replica read of ``statements``
     (:data:`analytics.schema.STATEMENT`) against the lag samples ``lag``
-    (:data:`analytics.schema.LAG_SAMPLE`); ``sources`` from :func:`gtid_sources`, collected.
+    (:data:`analytics.schema.LAG_SAMPLE`); ``sources`` from :func:`gtid_sources`, collected,
+    and the look-ups when collected already (:func:`sources_and_lookups`).
 
     The reads are never sorted nor shuffled (:func:`replica_reads`): every look-up, along
     time, GNOs or a session's order, is a binary search in step functions broadcast to the
@@ -531,7 +630,8 @@ def analyze_reads(
     spark = statements.sparkSession
     # Pickled here by cloudpickle (this module's classes by value, see batch_lookup): Spark's
     # own pickling of a broadcast would name them by module, for the executors to import.
-    collected = lookups(statements, lag, sources)
+    if collected is None:
+        collected = lookups(statements, lag, sources)
     packed = cloudpickle.dumps(collected)  # type: ignore[no-untyped-call]
     shared = spark.sparkContext.broadcast(packed)
     names = lookup_fields(len(sources))

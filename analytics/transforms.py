@@ -36,6 +36,7 @@ __all__ = [
     "LAG_SAMPLE_SPAN",
     "SESSION",
     "STATEMENT_SPAN",
+    "UUID_PATTERN",
     "clean_gtid_text",
     "explode_requests",
     "gtid_high",
@@ -169,7 +170,8 @@ def records(spans: DataFrame) -> DataFrame:
 
 # --- GTID text as Spark values ------------------------------------------------------------------
 
-_UUID: Final = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+#: A server UUID in canonical (lower-case) form.
+UUID_PATTERN: Final = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _INTERVALS: Final = "(?::[0-9]+(?:-[0-9]+)?)*"
 #: The last number of a group's run of intervals: a tag, the next group or the end follows.
 _LAST: Final = ":(?:[0-9]+-)?([0-9]+)(?=:[a-z_]|,|$)"
@@ -288,7 +290,7 @@ def _tagged_sources(text: Column) -> Column:
     groups = F.split(F.coalesce(text, F.lit("")), ",")
     per_group = F.transform(
         groups,
-        lambda g: F.when(g.rlike(f"^{_UUID}:"), _mysql_sources(g)).otherwise(
+        lambda g: F.when(g.rlike(f"^{UUID_PATTERN}:"), _mysql_sources(g)).otherwise(
             F.array().cast(ArrayType(StringType()))
         ),
     )
@@ -305,12 +307,12 @@ def gtid_sources_of(text: Column) -> Column:
     of magnitude slower."""
     text = F.coalesce(text, F.lit(""))
     # Almost every set is one group: its source is its head, cut without a regex scan.
-    one_uuid = text.rlike(f"^{_UUID}:[0-9][0-9:-]*$")
+    one_uuid = text.rlike(f"^{UUID_PATTERN}:[0-9][0-9:-]*$")
     one_domain = text.rlike(f"^{_MARIADB_GROUP[1:]}")
     single = F.when(one_uuid, F.array(F.substring(text, 1, 36))).when(
         one_domain, F.array(F.substring_index(text, "-", 1))
     )
-    uuids = F.regexp_extract_all(text, F.lit(f"(?:^|,)({_UUID})(?=:[0-9])"), 1)
+    uuids = F.regexp_extract_all(text, F.lit(f"(?:^|,)({UUID_PATTERN})(?=:[0-9])"), 1)
     domains = F.regexp_extract_all(text, F.lit("(?:^|,)([0-9]+)-[0-9]+-[0-9]+(?=,|$)"), 1)
     tagged = F.when(text.rlike(":[a-z_]"), _tagged_sources(text)).otherwise(
         F.array().cast(ArrayType(StringType()))

@@ -1,9 +1,10 @@
 """The audit and staleness at read time: ``tables/read_audit`` (one row per replica read),
 ``tables/violations`` (the reads not shown covered) and ``tables/read_summary`` (per level).
 
-The sources are collected first (a handful), then the step functions the audit looks up
-(:func:`analytics.audit.lookups`); the audit itself is one pass written once, and the two
-smaller tables are read back from it.
+The sources (a handful) and the step functions the audit looks up are collected first, in
+one pass over the statements when the lag samples name every source
+(:func:`analytics.audit.sources_and_lookups`); the audit itself is one pass written once, and
+the two smaller tables are read back from it.
 
 The audit's pass is planned without :data:`~analytics.spark.COLLAPSE_PROJECT`: merged into the
 look-up UDF's arguments, the projection that reads the GTID texts into numbers would run
@@ -31,8 +32,8 @@ def run(spark: SparkSession, layout: Layout, settings: JobSettings) -> None:
 
     statements = read("statements")
     lag = read("lag_samples")
-    sources = sorted(row["source"] for row in audit.gtid_sources(statements, lag).collect())
-    found = audit.analyze_reads(statements, lag, sources)
+    sources, collected = audit.sources_and_lookups(statements, lag)
+    found = audit.analyze_reads(statements, lag, sources, collected)
     with without_optimizer_rules(spark, COLLAPSE_PROJECT):
         storage.write_parquet(
             found.reads, layout.table("read_audit"), without_dictionary=("span_id", "session_id")

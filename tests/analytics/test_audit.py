@@ -10,6 +10,7 @@ Times are in milliseconds (``MS``).
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import LongType, StringType
@@ -100,6 +101,65 @@ def test_gtid_sources(spark: SparkSession) -> None:
     lag = frame(spark, schema.LAG_SAMPLE, [{"span_id": "x", "lag_gtid_slave_pos": "3-1-1"}])
     found = audit.gtid_sources(_statements(spark, STATEMENTS + mariadb), lag)
     assertDataFrameEqual(found, [Row(source=s) for s in (U, "0", "2", "3")])
+
+
+def _same_lookups(a: audit.ReadLookups, b: audit.ReadLookups) -> bool:
+    steps = [*a.primary, *a.oldest, *[x for v in a.evidence.values() for x in v]]
+    others = [*b.primary, *b.oldest, *[x for v in b.evidence.values() for x in v]]
+    return (
+        a.replicas() == b.replicas()
+        and len(steps) == len(others)
+        and all(
+            np.array_equal(x.keys, y.keys) and np.array_equal(x.values, y.values)
+            for x, y in zip(steps, others, strict=True)
+        )
+        and a.earlier.segments == b.earlier.segments
+        and all(np.array_equal(x, y) for x, y in zip(a.earlier.highs, b.earlier.highs, strict=True))
+    )
+
+
+V = "4f0c9d1a-71ca-11e1-9e33-c80aa9429562"
+
+
+@pytest.mark.parametrize(
+    ("case", "sources"),
+    [
+        ("sampled", [U]),
+        ("two primaries", [U, V]),
+        ("a domain no sample names", ["0", "2", U]),
+        ("a tag", [U, f"{U}:tg"]),
+        ("upper case", [U]),
+        ("no samples", [U]),
+    ],
+)
+def test_sources_and_lookups_equal_those_collected_apart(
+    spark: SparkSession, case: str, sources: list[str]
+) -> None:
+    """The sources the samples name are a guess that the statements' pass checks: whatever
+    the sets name beyond it, the result is what :func:`gtid_sources` and :func:`lookups`
+    give."""
+    produced = {
+        "two primaries": f"{V}:1-3,{U}:1-9",
+        "a domain no sample names": "0-1-4,2-1-9",
+        "a tag": f"{U}:1-9:tg:1-2",
+    }
+    rows = [*STATEMENTS]
+    if case in produced:
+        rows.append(_write("m", "S", 1, 2, "eventual", 0) | {"gtid_produced": produced[case]})
+    if case == "upper case":  # a read's set only, of a sampled source written otherwise
+        rows.append(_read("ru", "O", 400, 405, "read_own_writes", R1, "known_covered",
+                          gtid_required=f"{U.upper()}:1-7"))  # fmt: skip
+    samples = [*LAG]
+    if case == "two primaries":
+        samples.append(_sample("v", R1, 300, 301, None) | {"lag_reachable": True,
+                       "lag_last_applied_gtid": f"{V}:2"})  # fmt: skip
+    lag = frame(spark, schema.LAG_SAMPLE, samples if case != "no samples" else [])
+    statements = _statements(spark, rows)
+    expected = sorted(r["source"] for r in audit.gtid_sources(statements, lag).collect())
+    assert expected == sources
+    found_sources, found = audit.sources_and_lookups(statements, lag)
+    assert found_sources == sources
+    assert _same_lookups(found, audit.lookups(statements, lag, sources))
 
 
 def test_replica_reads_carry_their_levels_requirement_and_their_own_wait(
@@ -315,7 +375,6 @@ def test_mariadb_positions(spark: SparkSession) -> None:
     )  # fmt: skip
 
 
-V = "4f0c9d1a-71ca-11e1-9e33-c80aa9429562"
 KNOWN = f"{U}:1-7,{V}:1-3"
 
 
